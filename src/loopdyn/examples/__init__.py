@@ -1,0 +1,32 @@
+"""The mechanism catalog: ``ld.examples.names()`` and ``ld.examples.get(name, **kw)``."""
+
+from loopdyn.examples.ladders import spatial_ladder_tree
+from loopdyn.examples.shapes import box, rod
+from loopdyn.examples.trees import random_tree, serial_arm
+
+_CATALOG = {
+    "serial_arm": serial_arm,
+    "random_tree": random_tree,
+    "spatial_ladder_tree": spatial_ladder_tree,
+}
+
+
+def names():
+    """Names of the catalog models."""
+    return sorted(_CATALOG)
+
+
+def get(name, **kwargs):
+    """Build catalog model ``name`` with its keyword parameters."""
+    from loopdyn.errors import ModelError
+
+    try:
+        factory = _CATALOG[name]
+    except KeyError:
+        raise ModelError(
+            f"unknown catalog model {name!r}; available: {', '.join(names())}"
+        ) from None
+    return factory(**kwargs)
+
+
+__all__ = ["box", "get", "names", "random_tree", "rod", "serial_arm", "spatial_ladder_tree"]

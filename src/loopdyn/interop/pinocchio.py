@@ -1,0 +1,165 @@
+"""Export a loopdyn model to Pinocchio, with the maps between the two state layouts.
+
+Pinocchio orders quaternions (x, y, z, w) and free-flyer velocities
+``[v_linear; ω]``; loopdyn uses (w, x, y, z) and ``[ω; v_linear]``.  Bodies are
+already depth-first in loopdyn, which is the order Pinocchio needs, so the maps
+below are per-joint permutations.  Fixed joints become inertia appended to the
+parent's Pinocchio joint; universal joints become a composite of two revolutes.
+"""
+
+import numpy as np
+import pinocchio as pin
+
+from loopdyn.model.joints import FIXED, FREE, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
+
+
+def _se3(R, p):
+    return pin.SE3(np.array(R, dtype=float), np.array(p, dtype=float))
+
+
+def _pose(model, i):
+    """Joint placement of body i in its parent body frame."""
+    return model.jgeom[i, :3], model.jgeom[i, 3]
+
+
+class PinocchioExport:
+    """A Pinocchio model equivalent to a loopdyn model, and the state maps.
+
+    Attributes: ``model`` (pin.Model), ``constraints`` (list of Pinocchio constraint
+    models; empty for a tree), ``joint_of_body`` (Pinocchio joint id carrying each
+    loopdyn body) and ``body_in_joint`` (each body frame's pose in that joint's
+    frame, an ``pin.SE3``), ``frame_ids`` (loopdyn frame name -> Pinocchio frame id).
+    """
+
+    def __init__(self, model):
+        self.source = model
+        pm = pin.Model()
+        pm.gravity = pin.Motion(np.r_[model.gravity, 0.0, 0.0, 0.0])
+        joint_of = []
+        body_in = []
+        for i in range(model.nbodies):
+            lam = model.parent[i]
+            jt = int(model.topo[i, 1])
+            R, p = _pose(model, i)
+            # the joint's placement in the parent Pinocchio joint frame
+            if lam >= 0:
+                parent_joint = joint_of[lam]
+                placement = body_in[lam] * _se3(R, p)
+            else:
+                parent_joint = 0
+                placement = _se3(R, p)
+            a1, a2 = model.jgeom[i, 4], model.jgeom[i, 5]
+            name = model.joint_names[i]
+            inertia = _pin_inertia(model, i)
+            if jt == FIXED:
+                pm.appendBodyToJoint(parent_joint, inertia.se3Action(placement), pin.SE3.Identity())
+                pm.addBodyFrame(model.body_names[i], parent_joint, placement, 0)
+                joint_of.append(parent_joint)
+                body_in.append(placement)
+                continue
+            if jt == REVOLUTE:
+                jm = pin.JointModelRevoluteUnaligned(np.array(a1))
+            elif jt == PRISMATIC:
+                jm = pin.JointModelPrismaticUnaligned(np.array(a1))
+            elif jt == UNIVERSAL:
+                jm = pin.JointModelComposite(pin.JointModelRevoluteUnaligned(np.array(a1)))
+                jm.addJoint(pin.JointModelRevoluteUnaligned(np.array(a2)))
+            elif jt == SPHERICAL:
+                jm = pin.JointModelSpherical()
+            elif jt == FREE:
+                jm = pin.JointModelFreeFlyer()
+            else:  # pragma: no cover
+                raise ValueError(f"joint type {jt} has no Pinocchio counterpart")
+            jid = pm.addJoint(parent_joint, jm, placement, name)
+            pm.appendBodyToJoint(jid, inertia, pin.SE3.Identity())
+            pm.addBodyFrame(model.body_names[i], jid, pin.SE3.Identity(), 0)
+            joint_of.append(jid)
+            body_in.append(pin.SE3.Identity())
+        self.frame_ids = {}
+        for k, fname in enumerate(model.frames):
+            b = int(model.frame_body[k])
+            X = model.frame_X[k]
+            if b < 0:
+                parent_joint, pose = 0, _se3(X[:3], X[3])
+            else:
+                parent_joint, pose = joint_of[b], body_in[b] * _se3(X[:3], X[3])
+            frame = pin.Frame(fname, parent_joint, pose, pin.FrameType.OP_FRAME)
+            self.frame_ids[fname] = pm.addFrame(frame, False)
+        self.model = pm
+        self.joint_of_body = joint_of
+        self.body_in_joint = body_in
+        self.constraints = []
+        # coordinate maps: pin index for each loopdyn index
+        qmap = np.empty(model.nq, dtype=np.int64)
+        vmap = np.empty(model.nv, dtype=np.int64)
+        for i in range(model.nbodies):
+            jt, iq, iv, nq, nv = (int(x) for x in model.topo[i, 1:6])
+            if jt == FIXED:
+                continue
+            j = pm.joints[joint_of[i]]
+            pq, pv = j.idx_q, j.idx_v
+            if jt == SPHERICAL:  # (w, x, y, z) -> (x, y, z, w)
+                qmap[iq : iq + 4] = [pq + 3, pq, pq + 1, pq + 2]
+                vmap[iv : iv + 3] = range(pv, pv + 3)
+            elif jt == FREE:
+                qmap[iq : iq + 7] = [pq, pq + 1, pq + 2, pq + 6, pq + 3, pq + 4, pq + 5]
+                vmap[iv : iv + 6] = [pv + 3, pv + 4, pv + 5, pv, pv + 1, pv + 2]
+            else:
+                qmap[iq : iq + nq] = range(pq, pq + nq)
+                vmap[iv : iv + nv] = range(pv, pv + nv)
+        self.qmap, self.vmap = qmap, vmap
+
+    # state maps ---------------------------------------------------------------
+    def q(self, q):
+        """loopdyn q -> Pinocchio q."""
+        out = np.empty(self.model.nq)
+        out[self.qmap] = q
+        return out
+
+    def v(self, v):
+        """loopdyn v (or a, τ) -> Pinocchio's layout."""
+        out = np.empty(self.model.nv)
+        out[self.vmap] = v
+        return out
+
+    def v_from(self, v_pin):
+        """Pinocchio v (or a, τ) -> loopdyn's layout."""
+        return np.asarray(v_pin)[self.vmap]
+
+    def q_from(self, q_pin):
+        """Pinocchio q -> loopdyn q."""
+        return np.asarray(q_pin)[self.qmap]
+
+    def matrix_from(self, M_pin):
+        """An nv×nv Pinocchio matrix -> loopdyn's layout."""
+        return np.asarray(M_pin)[np.ix_(self.vmap, self.vmap)]
+
+    def jacobian_from(self, J_pin):
+        """A 6×nv Pinocchio Jacobian ``[v; ω]`` -> loopdyn's ``[ω; v]`` rows and columns."""
+        J = np.asarray(J_pin)[:, self.vmap]
+        return np.vstack([J[3:], J[:3]])
+
+    def fext(self, fext):
+        """loopdyn (nb, 6) body wrenches ``[n; f]`` -> Pinocchio's per-joint ``pin.Force`` list."""
+        out = [pin.Force.Zero() for _ in range(self.model.njoints)]
+        for i in range(self.source.nbodies):
+            f = pin.Force(np.array(fext[i, 3:]), np.array(fext[i, :3]))
+            out[self.joint_of_body[i]] += self.body_in_joint[i].act(f)
+        return out
+
+
+def _pin_inertia(model, i):
+    I6 = model.inertia[i]
+    m = I6[3, 3]
+    c = np.array([I6[2, 4], I6[0, 5], I6[1, 3]]) / m  # m[c]× upper-right block
+    Ic = I6[:3, :3] - m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
+    return pin.Inertia(m, c, Ic)
+
+
+def to_pinocchio(model):
+    """``(pin.Model, constraint models)`` equivalent to ``model``.
+
+    For the state maps and the frame ids use :class:`PinocchioExport` directly.
+    """
+    exp = PinocchioExport(model)
+    return exp.model, exp.constraints

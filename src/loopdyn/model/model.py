@@ -1,0 +1,450 @@
+"""The frozen ``Model``, its ``Data`` workspace, and the ``ModelBuilder``.
+
+Bodies are numbered 0..nb-1 depth-first from the ground (children in the order
+they were added), so a parent always precedes its children; ``parent[i] == -1``
+means body i hangs from the ground.  Coordinates ``q`` (size ``nq``) and
+velocities ``v`` (size ``nv``) are laid out body by body in that order.
+
+Packed arrays (read-only, used by the compiled kernels):
+
+- ``topo`` int64 (nb, 6): parent, joint type, first q index, first v index, nq_j, nv_j
+- ``jgeom`` float64 (nb, 6, 3): rows 0-2 the rotation of the joint frame in the
+  parent body frame, row 3 its origin, rows 4-5 the joint axes (joint frame)
+- ``inertia`` float64 (nb, 6, 6): spatial inertia about the body origin, body frame
+- ``gravity`` float64 (3,): gravitational acceleration, world frame
+- ``frame_body`` int64 (nf,), ``frame_X`` float64 (nf, 4, 3): frame poses on bodies
+"""
+
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from loopdyn.errors import ModelError
+from loopdyn.model.joints import FREE, JOINT_NAMES, JOINT_NQ, JOINT_NV, SPHERICAL, Joint
+from loopdyn.spatial import spatial_inertia
+
+GROUND = "ground"
+
+
+def _readonly(a):
+    a = np.ascontiguousarray(a)
+    a.setflags(write=False)
+    return a
+
+
+def rotation_from(rotation=None, rpy=None, what="placement"):
+    """A 3×3 rotation from a matrix or roll-pitch-yaw angles (R = Rz(y) Ry(p) Rx(r))."""
+    if rotation is not None and rpy is not None:
+        raise ModelError(f"{what}: give either rotation or rpy, not both")
+    if rpy is not None:
+        r, p, y = (float(x) for x in rpy)
+        cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+        Rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+        Ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
+        Rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
+        return Rz @ Ry @ Rx
+    if rotation is None:
+        return np.eye(3)
+    R = np.asarray(rotation, dtype=float)
+    if R.shape != (3, 3) or not np.allclose(R @ R.T, np.eye(3), atol=1e-9):
+        raise ModelError(f"{what}: rotation must be a 3×3 orthonormal matrix")
+    if np.linalg.det(R) < 0:
+        raise ModelError(f"{what}: rotation has determinant -1 (a reflection)")
+    return R
+
+
+@dataclass
+class _BodySpec:
+    name: str
+    parent: str
+    joint: Joint
+    joint_name: str
+    R: np.ndarray
+    p: np.ndarray
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray
+    actuated: bool
+
+
+@dataclass
+class _FrameSpec:
+    name: str
+    body: str
+    R: np.ndarray
+    p: np.ndarray
+
+
+def _check_inertia(name, mass, com, inertia):
+    try:
+        mass = float(mass)
+    except (TypeError, ValueError):
+        raise ModelError(f"body {name!r}: mass must be a number, got {mass!r}") from None
+    if not np.isfinite(mass) or mass <= 0.0:
+        raise ModelError(f"body {name!r}: mass must be positive and finite, got {mass}")
+    com = np.asarray(com, dtype=float).reshape(-1)
+    if com.shape != (3,) or not np.all(np.isfinite(com)):
+        raise ModelError(f"body {name!r}: com must be a finite 3-vector, got {com!r}")
+    I = np.asarray(inertia, dtype=float)
+    if I.shape == (3,):
+        I = np.diag(I)
+    if I.shape != (3, 3) or not np.all(np.isfinite(I)):
+        raise ModelError(f"body {name!r}: inertia must be a 3×3 matrix or 3 principal moments")
+    scale = max(np.abs(I).max(), 1e-300)
+    if np.abs(I - I.T).max() > 1e-9 * scale:
+        raise ModelError(f"body {name!r}: inertia is not symmetric:\n{I}")
+    ev = np.linalg.eigvalsh(I)
+    if ev[0] <= 0.0:
+        raise ModelError(
+            f"body {name!r}: inertia about the centre of mass is not positive definite "
+            f"(principal moments {ev}); give every moment a positive value"
+        )
+    if ev[0] + ev[1] < ev[2] * (1.0 - 1e-9):
+        raise ModelError(
+            f"body {name!r}: principal moments {ev} violate the triangle inequality "
+            "(I1 + I2 >= I3) and are not those of any physical body"
+        )
+    return mass, com, I
+
+
+class Model:
+    """A frozen multibody model: spanning tree, frames and (later) loop closures.
+
+    Build one with :class:`ModelBuilder`.  Attributes: ``nq``, ``nv``, ``nbodies``,
+    ``body_names``, ``joint_names``, ``joint_types``, ``parent`` (tuple), ``frames``,
+    ``gravity``, ``actuated`` (indices into v), ``q0`` (a consistent configuration
+    for catalog models, else the neutral one) and the packed arrays described in the
+    module docstring.
+    """
+
+    def __init__(self, name, bodies, frames, gravity, planar):
+        self.name = name
+        self.planar = bool(planar)
+        nb = len(bodies)
+        self.nbodies = nb
+        self.body_names = tuple(b.name for b in bodies)
+        self.joint_names = tuple(b.joint_name for b in bodies)
+        self.joint_types = tuple(JOINT_NAMES[b.joint.kind] for b in bodies)
+        index = {b.name: i for i, b in enumerate(bodies)}
+        self._body_index = index
+        self._joint_index = {b.joint_name: i for i, b in enumerate(bodies)}
+        topo = np.zeros((nb, 6), dtype=np.int64)
+        jgeom = np.zeros((nb, 6, 3))
+        inertia = np.zeros((nb, 6, 6))
+        iq = iv = 0
+        actuated = []
+        self.masses = np.array([b.mass for b in bodies])
+        for i, b in enumerate(bodies):
+            k = b.joint.kind
+            topo[i] = (
+                index[b.parent] if b.parent != GROUND else -1,
+                k,
+                iq,
+                iv,
+                JOINT_NQ[k],
+                JOINT_NV[k],
+            )
+            a1, a2 = b.joint.axes(f"joint {b.joint_name!r}")
+            jgeom[i, :3] = b.R
+            jgeom[i, 3] = b.p
+            jgeom[i, 4] = a1
+            jgeom[i, 5] = a2
+            inertia[i] = spatial_inertia(b.mass, b.com, b.inertia)
+            if b.actuated:
+                actuated.extend(range(iv, iv + JOINT_NV[k]))
+            iq += JOINT_NQ[k]
+            iv += JOINT_NV[k]
+        self.nq, self.nv = iq, iv
+        self.topo = _readonly(topo)
+        self.jgeom = _readonly(jgeom)
+        self.inertia = _readonly(inertia)
+        self.gravity = _readonly(np.asarray(gravity, dtype=float))
+        self.parent = tuple(int(x) for x in topo[:, 0])
+        self.actuated = _readonly(np.array(actuated, dtype=np.int64))
+        self.has_quaternions = bool(np.any((topo[:, 1] == SPHERICAL) | (topo[:, 1] == FREE)))
+        self._quat_starts = np.array(
+            [
+                topo[i, 2] + (3 if topo[i, 1] == FREE else 0)
+                for i in range(nb)
+                if topo[i, 1] in (SPHERICAL, FREE)
+            ],
+            dtype=np.int64,
+        )
+        self.frames = tuple(f.name for f in frames)
+        self._frame_index = {f.name: k for k, f in enumerate(frames)}
+        fb = np.array([index[f.body] if f.body != GROUND else -1 for f in frames], dtype=np.int64)
+        fX = np.zeros((len(frames), 4, 3))
+        for k, f in enumerate(frames):
+            fX[k, :3] = f.R
+            fX[k, 3] = f.p
+        self.frame_body = _readonly(fb)
+        self.frame_X = _readonly(fX)
+        self.q0 = _readonly(self.neutral())
+        self._data = None
+
+    # ------------------------------------------------------------------ lookup
+    def body_index(self, name):
+        """Index of body ``name`` (``-1`` for ``"ground"``); ModelError if unknown."""
+        if isinstance(name, (int, np.integer)):
+            if -1 <= name < self.nbodies:
+                return int(name)
+            raise ModelError(f"{self.name}: body index {name} out of range 0..{self.nbodies - 1}")
+        if name == GROUND:
+            return -1
+        try:
+            return self._body_index[name]
+        except KeyError:
+            raise ModelError(
+                f"{self.name}: unknown body {name!r}; bodies are {', '.join(self.body_names)}"
+            ) from None
+
+    def frame_index(self, name):
+        """Index of frame ``name``; ModelError if unknown."""
+        if isinstance(name, (int, np.integer)):
+            if 0 <= name < len(self.frames):
+                return int(name)
+            raise ModelError(f"{self.name}: frame index {name} out of range")
+        try:
+            return self._frame_index[name]
+        except KeyError:
+            known = ", ".join(self.frames) or "(none)"
+            raise ModelError(f"{self.name}: unknown frame {name!r}; frames are {known}") from None
+
+    def joint_index(self, name):
+        """Index of the body moved by joint ``name``; ModelError if unknown."""
+        try:
+            return self._joint_index[name]
+        except KeyError:
+            raise ModelError(
+                f"{self.name}: unknown joint {name!r}; joints are {', '.join(self.joint_names)}"
+            ) from None
+
+    def q_slice(self, joint):
+        """Slice of q belonging to ``joint`` (a joint or body name, or body index)."""
+        i = (
+            self.joint_index(joint)
+            if isinstance(joint, str) and joint in self._joint_index
+            else self.body_index(joint)
+        )
+        t = self.topo[i]
+        return slice(int(t[2]), int(t[2] + t[4]))
+
+    def v_slice(self, joint):
+        """Slice of v belonging to ``joint`` (a joint or body name, or body index)."""
+        i = (
+            self.joint_index(joint)
+            if isinstance(joint, str) and joint in self._joint_index
+            else self.body_index(joint)
+        )
+        t = self.topo[i]
+        return slice(int(t[3]), int(t[3] + t[5]))
+
+    # ------------------------------------------------------------------ states
+    def neutral(self):
+        """The neutral configuration: zero angles/displacements, identity quaternions."""
+        q = np.zeros(self.nq)
+        q[self._quat_starts] = 1.0
+        return q
+
+    def random_configuration(self, rng=None, scale=np.pi):
+        """A random configuration (uniform angles in [-scale, scale], random unit quaternions)."""
+        rng = np.random.default_rng(rng)
+        q = rng.uniform(-scale, scale, self.nq)
+        for k in self._quat_starts:
+            u = rng.normal(size=4)
+            q[k : k + 4] = u / np.linalg.norm(u)
+        return q
+
+    def create_data(self):
+        """A fresh preallocated workspace for the kernels (one per thread)."""
+        return Data(self)
+
+    @property
+    def data(self):
+        """The model's default workspace, used when no ``data`` is passed (not thread-safe)."""
+        if self._data is None:
+            self._data = Data(self)
+        return self._data
+
+    def __repr__(self):
+        return f"<loopdyn.Model {self.name!r}: {self.nbodies} bodies, nq={self.nq}, nv={self.nv}>"
+
+
+class Data:
+    """Preallocated workspace of a model; kernels write here and allocate nothing.
+
+    - ``Xrel`` (nb, 4, 3): pose of each body in its parent body frame ([:3] rotation, [3] origin)
+    - ``Xw`` (nb, 4, 3): pose of each body in the world frame
+    - ``S`` (nb, 6, 6): joint motion subspaces, body frame (first nv_j columns used)
+    - ``vec6`` (nb, 10, 6): per-body spatial vectors, body frame: rows ``V`` velocity,
+      ``A`` acceleration, ``C`` velocity-product acceleration, ``F`` force / bias
+      force, ``U6`` ABA's ``u``, ``CJ`` joint bias Ṡq̇, ``PJ`` joint translation,
+      ``VJ`` joint velocity S q̇, and two scratch rows
+    - ``mat6`` (nb, 4, 6, 6): per-body 6×6 blocks: ``IA`` articulated/composite
+      inertia, ``U`` = IA S, ``DINV`` = (Sᵀ IA S)⁻¹, scratch
+    - ``tmp33`` (3, 3, 3): scratch for joint kinematics
+    """
+
+    V, A, C, F, U6, CJ, PJ, VJ, T1, T2 = range(10)
+    IA, U, DINV, TM = range(4)
+
+    def __init__(self, model):
+        nb = max(model.nbodies, 1)
+        self.Xrel = np.zeros((nb, 4, 3))
+        self.Xw = np.zeros((nb, 4, 3))
+        self.S = np.zeros((nb, 6, 6))
+        self.vec6 = np.zeros((nb, 10, 6))
+        self.mat6 = np.zeros((nb, 4, 6, 6))
+        self.tmp33 = np.zeros((3, 3, 3))
+        self.fext_zero = np.zeros((0, 6))
+
+
+class ModelBuilder:
+    """Assemble a :class:`Model` body by body.
+
+    >>> b = ModelBuilder("pendulum", gravity=(0, 0, -9.81))
+    >>> b.add_body("link", joint=Revolute("y"), mass=1.0, com=(0, 0, -0.5),
+    ...            inertia=(0.1, 0.1, 1e-3))
+    >>> model = b.build()
+
+    Names are validated at ``build()``; every error is a :class:`ModelError` naming
+    the culprit.
+    """
+
+    def __init__(self, name="model", gravity=(0.0, 0.0, -9.81), planar=False):
+        self.name = name
+        g = np.asarray(gravity, dtype=float).reshape(-1)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ModelError(f"model {name!r}: gravity must be a finite 3-vector, got {gravity!r}")
+        self.gravity = g
+        self.planar = planar
+        self._bodies = []
+        self._frames = []
+        self._names = {GROUND}
+
+    def add_body(
+        self,
+        name,
+        parent=GROUND,
+        joint=None,
+        *,
+        xyz=(0.0, 0.0, 0.0),
+        rotation=None,
+        rpy=None,
+        mass=1.0,
+        com=(0.0, 0.0, 0.0),
+        inertia=(1.0, 1.0, 1.0),
+        actuated=False,
+        joint_name=None,
+    ):
+        """Add body ``name`` attached to ``parent`` (a body name or ``"ground"``).
+
+        ``joint`` (default ``Revolute("z")``) is placed in the parent's frame at
+        ``xyz`` with orientation ``rotation`` (3×3) or ``rpy``; the body frame is the
+        joint frame moved by the joint.  ``mass`` (kg), ``com`` (m, body frame) and
+        ``inertia`` (kg·m², about the centre of mass, body frame axes; 3×3 or the 3
+        principal moments) describe the body.  ``actuated`` marks the joint's
+        coordinates as driven.  The joint is named ``joint_name`` (default: the
+        body's name).  Returns the body name.
+        """
+        if not isinstance(name, str) or not name:
+            raise ModelError(
+                f"model {self.name!r}: body name must be a non-empty string, got {name!r}"
+            )
+        joint_name = name if joint_name is None else joint_name
+        if name in self._names:
+            raise ModelError(f"model {self.name!r}: duplicate name {name!r}")
+        if joint_name != name and joint_name in self._names:
+            raise ModelError(f"model {self.name!r}: duplicate joint name {joint_name!r}")
+        joint = _default_joint() if joint is None else joint
+        if not isinstance(joint, Joint):
+            raise ModelError(
+                f"body {name!r}: joint must be a loopdyn joint (Revolute, ...), got {joint!r}"
+            )
+        joint.axes(f"joint {joint_name!r}")  # validate axes now
+        mass, com, I = _check_inertia(name, mass, com, inertia)
+        p = np.asarray(xyz, dtype=float).reshape(-1)
+        if p.shape != (3,) or not np.all(np.isfinite(p)):
+            raise ModelError(f"joint {joint_name!r}: xyz must be a finite 3-vector")
+        R = rotation_from(rotation, rpy, f"joint {joint_name!r}")
+        self._names.add(name)
+        self._names.add(joint_name)
+        self._bodies.append(
+            _BodySpec(name, parent, joint, joint_name, R, p, mass, com, I, bool(actuated))
+        )
+        return name
+
+    def add_frame(self, name, body, xyz=(0.0, 0.0, 0.0), rotation=None, rpy=None):
+        """Add a named frame fixed to ``body`` (or the ground) at ``xyz`` / ``rotation``."""
+        if name in self._names or any(f.name == name for f in self._frames):
+            raise ModelError(f"model {self.name!r}: duplicate name {name!r}")
+        p = np.asarray(xyz, dtype=float).reshape(-1)
+        if p.shape != (3,) or not np.all(np.isfinite(p)):
+            raise ModelError(f"frame {name!r}: xyz must be a finite 3-vector")
+        R = rotation_from(rotation, rpy, f"frame {name!r}")
+        self._frames.append(_FrameSpec(name, body, R, p))
+        return name
+
+    def set_actuated(self, *joints):
+        """Mark the coordinates of the given joints (or body names) as actuated."""
+        for j in joints:
+            for b in self._bodies:
+                if j in (b.joint_name, b.name):
+                    b.actuated = True
+                    break
+            else:
+                raise ModelError(f"model {self.name!r}: unknown joint {j!r} in set_actuated")
+
+    def _ordered_bodies(self):
+        """Validate the parent relation and return the bodies in depth-first order."""
+        by_name = {b.name: b for b in self._bodies}
+        g = nx.DiGraph()
+        g.add_node(GROUND)
+        for b in self._bodies:
+            if b.parent != GROUND and b.parent not in by_name:
+                raise ModelError(
+                    f"body {b.name!r}: unknown parent {b.parent!r}; add the parent body first "
+                    f"or use 'ground'"
+                )
+            g.add_edge(b.parent, b.name)
+        try:
+            cycle = nx.find_cycle(g, source=None)
+        except nx.NetworkXNoCycle:
+            cycle = None
+        if cycle:
+            names = " -> ".join(e[0] for e in cycle)
+            raise ModelError(
+                f"model {self.name!r}: the parent relation has a cycle ({names}); a tree is "
+                "required: cut the loop and add it as a closure"
+            )
+        children = {GROUND: []}
+        for b in self._bodies:
+            children.setdefault(b.parent, []).append(b)
+        order = []
+        stack = list(reversed(children[GROUND]))
+        while stack:
+            b = stack.pop()
+            order.append(b)
+            stack.extend(reversed(children.get(b.name, [])))
+        if len(order) != len(self._bodies):  # pragma: no cover - guarded by cycle check
+            raise ModelError(f"model {self.name!r}: some bodies are not connected to the ground")
+        return order
+
+    def build(self):
+        """Validate and freeze the model."""
+        order = self._ordered_bodies()
+        names = {b.name for b in order}
+        for f in self._frames:
+            if f.body != GROUND and f.body not in names:
+                raise ModelError(f"frame {f.name!r}: unknown body {f.body!r}")
+        return Model(self.name, order, self._frames, self.gravity, self.planar)
+
+
+def _default_joint():
+    from loopdyn.model.joints import Revolute
+
+    return Revolute("z")
+
+
+__all__ = ["GROUND", "Data", "Model", "ModelBuilder"]

@@ -1,0 +1,204 @@
+"""6D spatial algebra kernels (Featherstone's notation, vectors ``[angular; linear]``).
+
+A rigid transform between a parent frame λ and a child frame i is stored as the
+pair ``(R, p)``: ``R`` (3×3) is the orientation of frame i expressed in λ and
+``p`` (3,) the origin of i expressed in λ.  The Plücker motion transform
+``X = iXλ`` is never formed as a 6×6 matrix; the kernels below apply it directly:
+
+    motion  parent -> child:  ω_i = Rᵀ ω_λ,              v_i = Rᵀ (v_λ + ω_λ × p)
+    force   child  -> parent: f_λ = R f_i,                n_λ = R n_i + p × (R f_i)
+    inertia child  -> parent: I_λ = Xᵀ I_i X
+
+All kernels write into preallocated outputs; none allocates.
+"""
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def cross3(a, b, out):
+    """out = a × b (3-vectors; ``out`` must not alias the inputs)."""
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+
+
+@njit(cache=True, inline="always")
+def rot_axis_angle(axis, theta, R):
+    """Rodrigues: R = exp(θ [axis]×) for a unit ``axis``."""
+    c = np.cos(theta)
+    s = np.sin(theta)
+    t = 1.0 - c
+    x, y, z = axis[0], axis[1], axis[2]
+    R[0, 0] = t * x * x + c
+    R[0, 1] = t * x * y - s * z
+    R[0, 2] = t * x * z + s * y
+    R[1, 0] = t * x * y + s * z
+    R[1, 1] = t * y * y + c
+    R[1, 2] = t * y * z - s * x
+    R[2, 0] = t * x * z - s * y
+    R[2, 1] = t * y * z + s * x
+    R[2, 2] = t * z * z + c
+
+
+@njit(cache=True, inline="always")
+def quat_to_rot(q, k, R):
+    """Rotation matrix of the quaternion ``q[k:k+4] = (w, x, y, z)``, normalised on the fly."""
+    w, x, y, z = q[k], q[k + 1], q[k + 2], q[k + 3]
+    n2 = w * w + x * x + y * y + z * z
+    s = 2.0 / n2
+    R[0, 0] = 1.0 - s * (y * y + z * z)
+    R[0, 1] = s * (x * y - w * z)
+    R[0, 2] = s * (x * z + w * y)
+    R[1, 0] = s * (x * y + w * z)
+    R[1, 1] = 1.0 - s * (x * x + z * z)
+    R[1, 2] = s * (y * z - w * x)
+    R[2, 0] = s * (x * z - w * y)
+    R[2, 1] = s * (y * z + w * x)
+    R[2, 2] = 1.0 - s * (x * x + y * y)
+
+
+@njit(cache=True, inline="always")
+def matmul3(A, B, out):
+    """out = A @ B for 3×3 (``out`` must not alias the inputs)."""
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = A[r, 0] * B[0, c] + A[r, 1] * B[1, c] + A[r, 2] * B[2, c]
+
+
+@njit(cache=True, inline="always")
+def motion_to_child(R, p, m, out):
+    """out = iXλ m: a motion vector in λ coordinates expressed at the child origin, in i."""
+    w0, w1, w2 = m[0], m[1], m[2]
+    # v_λ + ω_λ × p
+    u0 = m[3] + w1 * p[2] - w2 * p[1]
+    u1 = m[4] + w2 * p[0] - w0 * p[2]
+    u2 = m[5] + w0 * p[1] - w1 * p[0]
+    for r in range(3):
+        out[r] = R[0, r] * w0 + R[1, r] * w1 + R[2, r] * w2
+        out[3 + r] = R[0, r] * u0 + R[1, r] * u1 + R[2, r] * u2
+
+
+@njit(cache=True, inline="always")
+def force_to_parent_add(R, p, f, out):
+    """out += iXλᵀ f: a wrench in child coordinates, added at the parent origin in λ."""
+    n0 = R[0, 0] * f[0] + R[0, 1] * f[1] + R[0, 2] * f[2]
+    n1 = R[1, 0] * f[0] + R[1, 1] * f[1] + R[1, 2] * f[2]
+    n2 = R[2, 0] * f[0] + R[2, 1] * f[1] + R[2, 2] * f[2]
+    g0 = R[0, 0] * f[3] + R[0, 1] * f[4] + R[0, 2] * f[5]
+    g1 = R[1, 0] * f[3] + R[1, 1] * f[4] + R[1, 2] * f[5]
+    g2 = R[2, 0] * f[3] + R[2, 1] * f[4] + R[2, 2] * f[5]
+    out[0] += n0 + p[1] * g2 - p[2] * g1
+    out[1] += n1 + p[2] * g0 - p[0] * g2
+    out[2] += n2 + p[0] * g1 - p[1] * g0
+    out[3] += g0
+    out[4] += g1
+    out[5] += g2
+
+
+@njit(cache=True)
+def inertia_to_parent_add(R, p, I, out, tmp):
+    """out += iXλᵀ I iXλ for a symmetric 6×6 inertia ``I`` in child coordinates.
+
+    With blocks I = [[A, B], [Bᵀ, C]] rotated to λ's orientation (A' = R A Rᵀ, ...),
+    the shift by p (P = [p]×) gives
+    [[A' + P B'ᵀ - (B' + P C') P, B' + P C'], [B'ᵀ - C' P, C']].
+    ``tmp`` is a (6, 6) scratch array.
+    """
+    # tmp = blockdiag(R) I blockdiag(R)ᵀ, done as two 3-wide passes per block
+    for bi in range(2):
+        for bj in range(2):
+            for r in range(3):
+                for c in range(3):
+                    s = 0.0
+                    for k in range(3):
+                        rk = R[r, k]
+                        s += rk * (
+                            I[3 * bi + k, 3 * bj] * R[c, 0]
+                            + I[3 * bi + k, 3 * bj + 1] * R[c, 1]
+                            + I[3 * bi + k, 3 * bj + 2] * R[c, 2]
+                        )
+                    tmp[3 * bi + r, 3 * bj + c] = s
+    px, py, pz = p[0], p[1], p[2]
+    # BP = B' + P C'  (top-right block), P X = p × column of X
+    for c in range(3):
+        c0, c1, c2 = tmp[3, 3 + c], tmp[4, 3 + c], tmp[5, 3 + c]
+        tmp[0, 3 + c] += py * c2 - pz * c1
+        tmp[1, 3 + c] += pz * c0 - px * c2
+        tmp[2, 3 + c] += px * c1 - py * c0
+    # A'' = A' + P B'ᵀ - (B' + P C') P ; lower-left = (top-right)ᵀ by symmetry
+    for c in range(3):
+        b0, b1, b2 = tmp[3, c], tmp[4, c], tmp[5, c]  # column c of B'ᵀ
+        tmp[0, c] += py * b2 - pz * b1
+        tmp[1, c] += pz * b0 - px * b2
+        tmp[2, c] += px * b1 - py * b0
+    for r in range(3):
+        t0, t1, t2 = tmp[r, 3], tmp[r, 4], tmp[r, 5]
+        # row r of (B' + P C') times P: (row · P)[c] = (row × ... ) -> row @ [p]x
+        tmp[r, 0] -= t1 * pz - t2 * py
+        tmp[r, 1] -= t2 * px - t0 * pz
+        tmp[r, 2] -= t0 * py - t1 * px
+    for r in range(6):
+        for c in range(6):
+            if r >= 3 and c < 3:
+                out[r, c] += tmp[c, r]
+            else:
+                out[r, c] += tmp[r, c]
+
+
+@njit(cache=True, inline="always")
+def crm_mul(v, m, out):
+    """out = v ×m m (motion cross product)."""
+    out[0] = v[1] * m[2] - v[2] * m[1]
+    out[1] = v[2] * m[0] - v[0] * m[2]
+    out[2] = v[0] * m[1] - v[1] * m[0]
+    out[3] = v[1] * m[5] - v[2] * m[4] + v[4] * m[2] - v[5] * m[1]
+    out[4] = v[2] * m[3] - v[0] * m[5] + v[5] * m[0] - v[3] * m[2]
+    out[5] = v[0] * m[4] - v[1] * m[3] + v[3] * m[1] - v[4] * m[0]
+
+
+@njit(cache=True, inline="always")
+def crf_mul_add(v, f, out):
+    """out += v ×f f (force cross product)."""
+    out[0] += v[1] * f[2] - v[2] * f[1] + v[4] * f[5] - v[5] * f[4]
+    out[1] += v[2] * f[0] - v[0] * f[2] + v[5] * f[3] - v[3] * f[5]
+    out[2] += v[0] * f[1] - v[1] * f[0] + v[3] * f[4] - v[4] * f[3]
+    out[3] += v[1] * f[5] - v[2] * f[4]
+    out[4] += v[2] * f[3] - v[0] * f[5]
+    out[5] += v[0] * f[4] - v[1] * f[3]
+
+
+@njit(cache=True, inline="always")
+def mat6_vec(M, x, out):
+    """out = M x for a 6×6 M."""
+    for r in range(6):
+        out[r] = (
+            M[r, 0] * x[0]
+            + M[r, 1] * x[1]
+            + M[r, 2] * x[2]
+            + M[r, 3] * x[3]
+            + M[r, 4] * x[4]
+            + M[r, 5] * x[5]
+        )
+
+
+def skew(x):
+    """[x]× as a 3×3 numpy array (setup code only)."""
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+def spatial_inertia(mass, com, inertia_com):
+    """6×6 spatial inertia about a frame's origin, ``[angular; linear]`` ordering.
+
+    ``mass`` (kg), ``com`` (3,) centre of mass and ``inertia_com`` (3, 3) rotational
+    inertia about the centre of mass, both in that frame.  Returns
+    [[Ic + m [c]×[c]×ᵀ, m [c]×], [m [c]×ᵀ, m 1]].
+    """
+    C = skew(np.asarray(com, dtype=float))
+    out = np.zeros((6, 6))
+    out[:3, :3] = np.asarray(inertia_com, dtype=float) + mass * C @ C.T
+    out[:3, 3:] = mass * C
+    out[3:, :3] = mass * C.T
+    out[3:, 3:] = mass * np.eye(3)
+    return out
