@@ -6,7 +6,16 @@
 """
 
 from loopdyn import examples, interop
+from loopdyn.assembly import assemble, complete_velocity, partition
 from loopdyn.configuration import difference, integrate
+from loopdyn.constraints import (
+    closure_residual,
+    constraint_bias,
+    constraint_jacobian,
+    constraint_rank,
+    constraints,
+)
+from loopdyn.dynamics import forward_dynamics
 from loopdyn.errors import AssemblyError, LoopdynError, ModelError, SingularityError
 from loopdyn.kinematics import forward_kinematics, frame_jacobian, frame_placement
 from loopdyn.model import (
@@ -41,14 +50,23 @@ __all__ = [
     "Spherical",
     "Universal",
     "aba",
+    "assemble",
+    "closure_residual",
+    "complete_velocity",
+    "constraint_bias",
+    "constraint_jacobian",
+    "constraint_rank",
+    "constraints",
     "crba",
     "difference",
     "examples",
+    "forward_dynamics",
     "forward_kinematics",
     "frame_jacobian",
     "frame_placement",
     "integrate",
     "interop",
     "nonlinear_effects",
+    "partition",
     "rnea",
 ]

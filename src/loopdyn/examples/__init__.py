@@ -1,10 +1,16 @@
 """The mechanism catalog: ``ld.examples.names()`` and ``ld.examples.get(name, **kw)``."""
 
-from loopdyn.examples.ladders import spatial_ladder_tree
+from loopdyn.examples.ladders import spatial_ladder, spatial_ladder_tree
+from loopdyn.examples.planar import five_bar, four_bar, planar_ladder, slider_crank
 from loopdyn.examples.shapes import box, rod
 from loopdyn.examples.trees import random_tree, serial_arm
 
 _CATALOG = {
+    "four_bar": four_bar,
+    "five_bar": five_bar,
+    "slider_crank": slider_crank,
+    "planar_ladder": planar_ladder,
+    "spatial_ladder": spatial_ladder,
     "serial_arm": serial_arm,
     "random_tree": random_tree,
     "spatial_ladder_tree": spatial_ladder_tree,
@@ -29,4 +35,17 @@ def get(name, **kwargs):
     return factory(**kwargs)
 
 
-__all__ = ["box", "get", "names", "random_tree", "rod", "serial_arm", "spatial_ladder_tree"]
+__all__ = [
+    "box",
+    "five_bar",
+    "four_bar",
+    "get",
+    "names",
+    "planar_ladder",
+    "random_tree",
+    "rod",
+    "serial_arm",
+    "slider_crank",
+    "spatial_ladder",
+    "spatial_ladder_tree",
+]

@@ -25,8 +25,9 @@ def _pose(model, i):
 class PinocchioExport:
     """A Pinocchio model equivalent to a loopdyn model, and the state maps.
 
-    Attributes: ``model`` (pin.Model), ``constraints`` (list of Pinocchio constraint
-    models; empty for a tree), ``joint_of_body`` (Pinocchio joint id carrying each
+    Attributes: ``model`` (pin.Model), ``constraints`` (Pinocchio
+    ``RigidConstraintModel`` list for the closures it can express; ``exported`` and
+    ``unexported`` name the closures), ``joint_of_body`` (Pinocchio joint id carrying each
     loopdyn body) and ``body_in_joint`` (each body frame's pose in that joint's
     frame, an ``pin.SE3``), ``frame_ids`` (loopdyn frame name -> Pinocchio frame id).
     """
@@ -88,7 +89,7 @@ class PinocchioExport:
         self.model = pm
         self.joint_of_body = joint_of
         self.body_in_joint = body_in
-        self.constraints = []
+        self._closures(model)
         # coordinate maps: pin index for each loopdyn index
         qmap = np.empty(model.nq, dtype=np.int64)
         vmap = np.empty(model.nv, dtype=np.int64)
@@ -108,6 +109,58 @@ class PinocchioExport:
                 qmap[iq : iq + nq] = range(pq, pq + nq)
                 vmap[iv : iv + nv] = range(pv, pv + nv)
         self.qmap, self.vmap = qmap, vmap
+
+    def _closures(self, model):
+        """Ball -> CONTACT_3D, weld -> CONTACT_6D; planar revolute -> CONTACT_3D (its
+        out-of-plane row is redundant, which Pinocchio's proximal solver handles);
+        other kinds have no Pinocchio counterpart and are listed in ``unexported``."""
+        self.constraints = []
+        self.exported = []
+        self.unexported = []
+        for k, name in enumerate(model.closures):
+            kind = model.closure_kinds[k]
+            if kind == "ball" or (kind == "revolute" and model.planar):
+                ctype = pin.ContactType.CONTACT_3D
+            elif kind == "weld":
+                ctype = pin.ContactType.CONTACT_6D
+            else:
+                self.unexported.append(name)
+                continue
+            ends = []
+            for side in range(2):
+                b = int(model.cl_body[k, side])
+                X = model.cl_X[k, side]
+                if b < 0:
+                    ends.append((0, _se3(X[:3], X[3])))
+                else:
+                    ends.append((self.joint_of_body[b], self.body_in_joint[b] * _se3(X[:3], X[3])))
+            cm = pin.RigidConstraintModel(
+                ctype,
+                self.model,
+                ends[0][0],
+                ends[0][1],
+                ends[1][0],
+                ends[1][1],
+                pin.ReferenceFrame.LOCAL,
+            )
+            cm.name = name
+            self.constraints.append(cm)
+            self.exported.append(name)
+
+    def constraint_dynamics(self, q, v, tau, mu=1e-8, iterations=20, accuracy=1e-14):
+        """Pinocchio's ``constraintDynamics`` on loopdyn states; returns q̈ in loopdyn's layout.
+
+        Uses ``ProximalSettings(accuracy, mu, iterations)``: a small ``mu`` and a few
+        iterations make the proximal solution exact also for redundant (planar) rows.
+        """
+        pd = self.model.createData()
+        cds = [c.createData() for c in self.constraints]
+        pin.initConstraintDynamics(self.model, pd, self.constraints, cds)
+        prox = pin.ProximalSettings(accuracy, mu, iterations)
+        a = pin.constraintDynamics(
+            self.model, pd, self.q(q), self.v(v), self.v(tau), self.constraints, cds, prox
+        )
+        return self.v_from(a)
 
     # state maps ---------------------------------------------------------------
     def q(self, q):

@@ -13,6 +13,11 @@ Packed arrays (read-only, used by the compiled kernels):
 - ``inertia`` float64 (nb, 6, 6): spatial inertia about the body origin, body frame
 - ``gravity`` float64 (3,): gravitational acceleration, world frame
 - ``frame_body`` int64 (nf,), ``frame_X`` float64 (nf, 4, 3): frame poses on bodies
+- ``cl_body`` int64 (nc, 2): bodies a and b of each closure (-1: ground)
+- ``cl_X`` float64 (nc, 2, 4, 3): placements of frames A and B on those bodies
+- ``row_int`` int64 (m, 2): closure index and kind (0 translation, 1 rotation) of
+  each constraint row; ``row_vec`` float64 (m, 2, 3): its vectors u (frame A) and
+  w (frame B), see ``loopdyn.model.closures``
 """
 
 from dataclasses import dataclass
@@ -21,6 +26,7 @@ import networkx as nx
 import numpy as np
 
 from loopdyn.errors import ModelError
+from loopdyn.model.closures import KINDS, ClosureSpec
 from loopdyn.model.joints import FREE, JOINT_NAMES, JOINT_NQ, JOINT_NV, SPHERICAL, Joint
 from loopdyn.spatial import spatial_inertia
 
@@ -118,7 +124,7 @@ class Model:
     module docstring.
     """
 
-    def __init__(self, name, bodies, frames, gravity, planar):
+    def __init__(self, name, bodies, frames, gravity, planar, closures=()):
         self.name = name
         self.planar = bool(planar)
         nb = len(bodies)
@@ -180,8 +186,61 @@ class Model:
             fX[k, 3] = f.p
         self.frame_body = _readonly(fb)
         self.frame_X = _readonly(fX)
+        self._init_closures(closures)
         self.q0 = _readonly(self.neutral())
+        self.description = name
         self._data = None
+
+    def _init_closures(self, closures):
+        nc = len(closures)
+        self.closures = tuple(c.name for c in closures)
+        self.closure_kinds = tuple(c.kind for c in closures)
+        self._closure_specs = tuple(closures)
+        self._closure_index = {c.name: k for k, c in enumerate(closures)}
+        cl_body = np.zeros((nc, 2), dtype=np.int64)
+        cl_X = np.zeros((nc, 2, 4, 3))
+        rows = []
+        slices = []
+        for k, c in enumerate(closures):
+            for side, fname in enumerate((c.frame_a, c.frame_b)):
+                fi = self.frame_index(fname)
+                cl_body[k, side] = self.frame_body[fi]
+                cl_X[k, side] = self.frame_X[fi]
+            r = c.rows(self.planar)
+            slices.append(slice(len(rows), len(rows) + len(r)))
+            rows.extend((k, kind, u, w) for kind, u, w in r)
+        m = len(rows)
+        row_int = np.zeros((m, 2), dtype=np.int64)
+        row_vec = np.zeros((m, 2, 3))
+        for j, (k, kind, u, w) in enumerate(rows):
+            row_int[j] = (k, kind)
+            row_vec[j, 0] = u
+            row_vec[j, 1] = w
+        self.nc, self.m = nc, m
+        self.closure_rows = tuple(slices)
+        self.cl_body = _readonly(cl_body)
+        self.cl_X = _readonly(cl_X)
+        self.row_int = _readonly(row_int)
+        self.row_vec = _readonly(row_vec)
+
+    def closure_index(self, name):
+        """Index of closure ``name``; ModelError if unknown."""
+        try:
+            return self._closure_index[name]
+        except KeyError:
+            known = ", ".join(self.closures) or "(none)"
+            raise ModelError(
+                f"{self.name}: unknown closure {name!r}; closures are {known}"
+            ) from None
+
+    @property
+    def dof(self):
+        """Degrees of freedom nv - rank(J) at ``q0`` (nv for a tree)."""
+        if self.m == 0:
+            return self.nv
+        from loopdyn.constraints import constraint_rank
+
+        return self.nv - constraint_rank(self, self.q0).rank
 
     # ------------------------------------------------------------------ lookup
     def body_index(self, name):
@@ -321,7 +380,9 @@ class ModelBuilder:
         self.planar = planar
         self._bodies = []
         self._frames = []
+        self._closures = []
         self._names = {GROUND}
+        self._q0 = None
 
     def add_body(
         self,
@@ -386,6 +447,46 @@ class ModelBuilder:
         self._frames.append(_FrameSpec(name, body, R, p))
         return name
 
+    def add_closure(
+        self,
+        name,
+        frame_a,
+        frame_b,
+        kind="ball",
+        *,
+        axis=None,
+        axis2=None,
+        rotation_axes=(),
+        translation_axes=(),
+    ):
+        """Close a loop with a cut joint of ``kind`` between two frames.
+
+        ``frame_a`` and ``frame_b`` are frame names (``add_frame``; a frame may sit
+        on the ground).  They must coincide in the assembled mechanism.  ``kind`` is
+        one of ``ball``, ``revolute`` (``axis`` in frame A, default z),
+        ``universal`` (``axis`` in A, ``axis2`` in B, orthogonal; defaults x, y),
+        ``prismatic`` (``axis`` in A, default x), ``weld`` or ``generic`` (give
+        ``rotation_axes`` and ``translation_axes``, unit vectors in frame A, that
+        the closure constrains).  In a model built with ``planar=True`` the kinds
+        take their planar row sets (see ``loopdyn.model.closures``).
+        """
+        if name in self._names or any(c.name == name for c in self._closures):
+            raise ModelError(f"model {self.name!r}: duplicate name {name!r}")
+        if kind not in KINDS:
+            raise ModelError(
+                f"closure {name!r}: unknown kind {kind!r}; use one of {', '.join(KINDS)}"
+            )
+        spec = ClosureSpec(
+            name, frame_a, frame_b, kind, axis, axis2, tuple(rotation_axes), tuple(translation_axes)
+        )
+        spec.rows(self.planar)  # validate the axes now
+        self._closures.append(spec)
+        return name
+
+    def set_q0(self, q0):
+        """Reference configuration stored as ``model.q0`` (catalog: a consistent one)."""
+        self._q0 = np.array(q0, dtype=float)
+
     def set_actuated(self, *joints):
         """Mark the coordinates of the given joints (or body names) as actuated."""
         for j in joints:
@@ -438,7 +539,24 @@ class ModelBuilder:
         for f in self._frames:
             if f.body != GROUND and f.body not in names:
                 raise ModelError(f"frame {f.name!r}: unknown body {f.body!r}")
-        return Model(self.name, order, self._frames, self.gravity, self.planar)
+        frame_body = {f.name: f.body for f in self._frames}
+        for c in self._closures:
+            for fname in (c.frame_a, c.frame_b):
+                if fname not in frame_body:
+                    raise ModelError(
+                        f"closure {c.name!r}: unknown frame {fname!r}; add it with add_frame"
+                    )
+            if frame_body[c.frame_a] == frame_body[c.frame_b]:
+                raise ModelError(
+                    f"closure {c.name!r}: frames {c.frame_a!r} and {c.frame_b!r} are on the same "
+                    f"body {frame_body[c.frame_a]!r}; a closure must join two different bodies"
+                )
+        model = Model(self.name, order, self._frames, self.gravity, self.planar, self._closures)
+        if self._q0 is not None:
+            if self._q0.shape != (model.nq,):
+                raise ModelError(f"model {self.name!r}: q0 must have shape ({model.nq},)")
+            model.q0 = _readonly(self._q0)
+        return model
 
 
 def _default_joint():

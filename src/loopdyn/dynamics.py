@@ -1,0 +1,92 @@
+"""Closed-loop forward dynamics: ``ld.forward_dynamics(model, q, v, tau, method=...)``.
+
+Every method returns q̈ for every tree coordinate so that methods can be compared
+number for number.  Redundant closures: the rank of J is detected (pivoted QR at
+the first call, re-checked whenever a dropped row is violated or the solve is
+singular), only an independent set of rows enters the solve, and the reported
+multipliers are the minimum-norm ones over all rows.
+"""
+
+import numpy as np
+
+from loopdyn.constraints import closure_work, constraint_rank
+from loopdyn.errors import SingularityError
+from loopdyn.methods.augmented import augmented_kernel
+from loopdyn.methods.common import ForwardDynamicsResult, dyn_work
+from loopdyn.methods.slm import slm_kernel
+from loopdyn.tree import aba
+from loopdyn.validation import configuration, vector
+
+METHODS = ("augmented", "slm")
+
+
+def _run(method, model, q, v, tau, rows, d):
+    w = d.closure
+    k = dyn_work(model, d)
+    qdd = np.empty(model.nv)
+    lam = np.empty(rows.shape[0])
+    common = (
+        model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
+        model.row_int, model.row_vec, rows, q, v, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6,
+        d.tmp33, w.cw, w.rw, k.zeros_nv, k.fext_none, w.Phi, w.J, w.gamma, k.M, k.phi,
+    )  # fmt: skip
+    if method == "augmented":
+        ratio = augmented_kernel(*common, k.K, k.rhs, k.piv, qdd, lam)
+    else:
+        ratio = slm_kernel(*common, k.Y, k.Sm, k.x, k.fext, qdd, lam)
+    return qdd, lam, ratio
+
+
+def _rank(model, q, d, refresh=False):
+    info = getattr(d, "rank_info", None)
+    if info is None or refresh:
+        info = d.rank_info = constraint_rank(model, q, data=d)
+    return info
+
+
+def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
+    """Accelerations and closure multipliers of a closed-loop model.
+
+    In: a consistent state ``q`` (nq), ``v`` (nv) and joint forces ``tau`` (nv;
+    None for zero).  ``method``: ``"augmented"`` (eq. 10, one KKT solve) or
+    ``"slm"`` (eqs. 11–12).  Out: :class:`ForwardDynamicsResult` with ``qdd``,
+    ``lam`` (see its docstring for their meaning and frames), ``rank``, ``dropped``
+    and ``condition``.  Raises :class:`SingularityError` if M or J M⁻¹ Jᵀ is
+    singular even after re-detecting the independent closure rows at ``q``.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
+    d = model.data if data is None else data
+    q = configuration(model, q)
+    v = vector(v, model.nv, "v", model)
+    tau = d.dyn.zeros_nv if tau is None and hasattr(d, "dyn") else tau
+    tau = np.zeros(model.nv) if tau is None else vector(tau, model.nv, "tau", model)
+    if model.m == 0:
+        return ForwardDynamicsResult(aba(model, q, v, tau, data=d), None, method, 0)
+    closure_work(model, d)
+    info = _rank(model, q, d)
+    for attempt in range(2):
+        qdd, lam, ratio = _run(method, model, q, v, tau, info.independent, d)
+        ok = ratio > 0.0 and np.all(np.isfinite(qdd))
+        if ok and info.dropped.size:
+            w = d.closure
+            Jd = w.J[info.dropped]
+            res = Jd @ qdd - w.gamma[info.dropped]
+            ok = np.abs(res).max() <= 1e-8 * (1.0 + np.abs(Jd).max() * np.abs(qdd).max())
+        if ok:
+            break
+        if attempt == 0:
+            info = _rank(model, q, d, refresh=True)
+    else:
+        raise SingularityError(
+            f"{model.name}: the {method} solve is singular at this configuration "
+            f"(pivot ratio {ratio:.3g}, rank of J {info.rank} of {model.m} rows); the closures "
+            "lose independence here (a singular configuration of the mechanism)"
+        )
+    if info.dropped.size:
+        J = d.closure.J
+        lam_full = np.linalg.lstsq(J.T, J[info.independent].T @ lam, rcond=None)[0]
+    elif lam.shape[0] == model.m:
+        lam_full = lam
+    cond = 1.0 / ratio if ratio > 0 else np.inf
+    return ForwardDynamicsResult(qdd, lam_full, method, info.rank, info.dropped, cond)

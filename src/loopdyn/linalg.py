@@ -1,0 +1,108 @@
+"""Small dense linear algebra kernels without allocation (numba).
+
+Hand-written because LAPACK calls cost more than the arithmetic on the small
+systems of closed-loop dynamics (DESIGN.md, Conventions).  All act on the leading
+n×n block of preallocated arrays.
+"""
+
+from numba import njit
+
+
+@njit(cache=True)
+def cholesky_inplace(A, n):
+    """A = L Lᵀ, L in the lower triangle of A.  Returns min/max pivot² (0: not PD)."""
+    dmin = 1e300
+    dmax = 0.0
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not s > 0.0:
+            return 0.0
+        d = s**0.5
+        A[j, j] = d
+        dmin = min(dmin, s)
+        dmax = max(dmax, s)
+        inv = 1.0 / d
+        for i in range(j + 1, n):
+            t = A[i, j]
+            for k in range(j):
+                t -= A[i, k] * A[j, k]
+            A[i, j] = t * inv
+    return dmin / dmax if dmax > 0.0 else 0.0
+
+
+@njit(cache=True)
+def forward_subst(L, n, b):
+    """b ← L⁻¹ b (L lower triangular)."""
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * b[k]
+        b[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def backward_subst_t(L, n, b):
+    """b ← L⁻ᵀ b (L lower triangular, so Lᵀ upper)."""
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * b[k]
+        b[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def cholesky_solve(L, n, b):
+    """b ← (L Lᵀ)⁻¹ b."""
+    forward_subst(L, n, b)
+    backward_subst_t(L, n, b)
+
+
+@njit(cache=True)
+def lu_inplace(A, n, piv):
+    """PA = LU with partial pivoting, in place.  Returns |u|_min / |u|_max (0: singular)."""
+    umin = 1e300
+    umax = 0.0
+    for k in range(n):
+        p = k
+        big = abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > big:
+                big = abs(A[i, k])
+                p = i
+        piv[k] = p
+        if big == 0.0:
+            return 0.0
+        if p != k:
+            for j in range(n):
+                A[k, j], A[p, j] = A[p, j], A[k, j]
+        umin = min(umin, big)
+        umax = max(umax, big)
+        inv = 1.0 / A[k, k]
+        for i in range(k + 1, n):
+            f = A[i, k] * inv
+            A[i, k] = f
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    A[i, j] -= f * A[k, j]
+    return umin / umax if umax > 0.0 else 0.0
+
+
+@njit(cache=True)
+def lu_solve(A, n, piv, b):
+    """b ← A⁻¹ b from ``lu_inplace``'s factors."""
+    for k in range(n):
+        p = piv[k]
+        if p != k:
+            b[k], b[p] = b[p], b[k]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= A[i, k] * b[k]
+        b[i] = s
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= A[i, k] * b[k]
+        b[i] = s / A[i, i]

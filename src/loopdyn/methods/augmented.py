@@ -1,0 +1,50 @@
+"""The "system approach": q̈ and λ from one KKT solve, eq. (10) of the reduced-order paper.
+
+    [ M   Jᵀ ] [ q̈ ]   [ φ ]
+    [ J   0  ] [ -λ ] = [ γ ],     φ = τ - C q̇ - g,  γ = -J̇ q̇
+
+solved densely by LU with partial pivoting on the independent rows of J.  This is
+the oracle every other method is tested against.
+"""
+
+from numba import njit
+
+from loopdyn.linalg import lu_inplace, lu_solve
+from loopdyn.methods.common import system_terms
+
+
+@njit(cache=True)
+def augmented_kernel(
+    topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
+    Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, fext_none, Phi, J, gamma, M, phi,
+    K, rhs, piv, qdd, lam,
+):  # fmt: skip
+    """Fill ``qdd`` (nv) and ``lam`` (len(rows)); return the LU pivot ratio (0: singular)."""
+    n = phi.shape[0]
+    r = rows.shape[0]
+    system_terms(
+        topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, q, v, tau,
+        Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, fext_none, Phi, J, gamma, M, phi, True,
+    )  # fmt: skip
+    N = n + r
+    for i in range(n):
+        for j in range(n):
+            K[i, j] = M[i, j]
+        rhs[i] = phi[i]
+    for a in range(r):
+        ra = rows[a]
+        for j in range(n):
+            K[n + a, j] = J[ra, j]
+            K[j, n + a] = J[ra, j]
+        for b in range(r):
+            K[n + a, n + b] = 0.0
+        rhs[n + a] = gamma[ra]
+    ratio = lu_inplace(K, N, piv)
+    if ratio < 1e-14:
+        return ratio
+    lu_solve(K, N, piv, rhs)
+    for i in range(n):
+        qdd[i] = rhs[i]
+    for a in range(r):
+        lam[a] = -rhs[n + a]
+    return ratio

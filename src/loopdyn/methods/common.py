@@ -1,0 +1,109 @@
+"""Shared pieces of the multiplier methods: system terms, workspaces, results."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from loopdyn.constraints import constraint_kernel
+from loopdyn.tree.crba import crba_kernel
+from loopdyn.tree.rnea import rnea_kernel
+
+
+@njit(cache=True)
+def system_terms(
+    topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, q, v, tau,
+    Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, fext_none, Phi, J, gamma, M, phi, want_M,
+):  # fmt: skip
+    """φ = τ - h(q, v) (eq. 10), J, γ = -J̇q̇, and M(q) if ``want_M``."""
+    rnea_kernel(topo, jgeom, inertia, gravity, q, v, zeros_nv, fext_none, Xrel, S, vec6, tmp33, phi)
+    for i in range(phi.shape[0]):
+        phi[i] = tau[i] - phi[i]
+    constraint_kernel(
+        topo, jgeom, cl_body, cl_X, row_int, row_vec, q, v, Xrel, Xw, S, vec6, tmp33, cw, rw,
+        True, Phi, J, gamma,
+    )  # fmt: skip
+    if want_M:
+        crba_kernel(topo, jgeom, inertia, q, Xrel, S, vec6, mat6, tmp33, M)
+
+
+@njit(cache=True)
+def closure_body_wrenches(topo, Xw, cl_body, row_int, rw, cw, rows, lam, fext):
+    """Body-frame wrenches ``[n; f]`` (about body origins) of multipliers ``lam`` on ``rows``.
+
+    Row r of closure k: a force λ u_w (translation) or moment λ n (rotation) on body
+    b at B's origin p_B, and its opposite on body a (world vectors, see constraints).
+    """
+    fext[:, :] = 0.0
+    for jj in range(rows.shape[0]):
+        rr = rows[jj]
+        k = row_int[rr, 0]
+        P = cw[k, 7]
+        fw0 = fw1 = fw2 = mw0 = mw1 = mw2 = 0.0
+        if row_int[rr, 1] == 0:
+            fw0, fw1, fw2 = lam[jj] * rw[rr, 0, 0], lam[jj] * rw[rr, 0, 1], lam[jj] * rw[rr, 0, 2]
+        else:
+            mw0, mw1, mw2 = lam[jj] * rw[rr, 2, 0], lam[jj] * rw[rr, 2, 1], lam[jj] * rw[rr, 2, 2]
+        for side in range(2):
+            b = cl_body[k, side]
+            if b < 0:
+                continue
+            sg = 1.0 if side == 1 else -1.0
+            R = Xw[b, :3]
+            o = Xw[b, 3]
+            d0, d1, d2 = P[0] - o[0], P[1] - o[1], P[2] - o[2]
+            # moment about the body origin: m + d × f (world), then rotate into the body frame
+            t0 = mw0 + d1 * fw2 - d2 * fw1
+            t1 = mw1 + d2 * fw0 - d0 * fw2
+            t2 = mw2 + d0 * fw1 - d1 * fw0
+            for c in range(3):
+                fext[b, c] += sg * (R[0, c] * t0 + R[1, c] * t1 + R[2, c] * t2)
+                fext[b, 3 + c] += sg * (R[0, c] * fw0 + R[1, c] * fw1 + R[2, c] * fw2)
+
+
+class DynWork:
+    """Workspace of the multiplier methods for one model."""
+
+    def __init__(self, model):
+        n, m = model.nv, model.m
+        self.M = np.zeros((n, n))
+        self.phi = np.zeros(n)
+        self.zeros_nv = np.zeros(n)
+        self.K = np.zeros((n + m, n + m))
+        self.rhs = np.zeros(n + m)
+        self.piv = np.zeros(n + m, dtype=np.int64)
+        self.Y = np.zeros((n, max(m, 1)))
+        self.Sm = np.zeros((max(m, 1), max(m, 1)))
+        self.x = np.zeros(n)
+        self.lam = np.zeros(max(m, 1))
+        self.fext = np.zeros((max(model.nbodies, 1), 6))
+        self.fext_none = np.zeros((0, 6))
+
+
+def dyn_work(model, data):
+    w = getattr(data, "dyn", None)
+    if w is None:
+        w = data.dyn = DynWork(model)
+    return w
+
+
+@dataclass
+class ForwardDynamicsResult:
+    """Result of ``ld.forward_dynamics``.
+
+    ``qdd`` (nv): accelerations of every tree coordinate.  ``lam`` (m,) or None:
+    the closure multipliers, row by row (``model.closure_rows[k]`` slices closure
+    k): for a translation row, the force along u_A that body A's side exerts on
+    body B at frame B's origin; for a rotation row, the moment about n (≈ the row's
+    axis of frame A) on body B; body A gets the opposite (see
+    ``loopdyn.model.closures``).  With redundant closures λ is the minimum-norm
+    solution.  ``rank``: independent rows used; ``dropped``: redundant rows;
+    ``condition``: a cheap estimate from the factorisation's pivots.
+    """
+
+    qdd: np.ndarray
+    lam: np.ndarray | None
+    method: str
+    rank: int = 0
+    dropped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    condition: float = 1.0

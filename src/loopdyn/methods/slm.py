@@ -1,0 +1,66 @@
+"""System-level Lagrange multipliers (SLM), eqs. (11)–(12) of the reduced-order paper.
+
+    λ = Ĩ⁻¹ (γ - J M⁻¹ φ),   Ĩ = J M⁻¹ Jᵀ           (12)
+    q̈ = M⁻¹ (φ + Jᵀ λ)                              (11)
+
+M is factored once (Cholesky, the "inversion of I" the paper counts as O(n³));
+Ĩ from Y = L⁻¹ Jᵀ as Ĩ = Yᵀ Y.  Then q̈ comes from the O(n) articulated-body
+algorithm with λ applied as external wrenches on the cut bodies, as the paper
+prescribes ("treated as external forces ... using any algorithm for tree-type
+systems").
+"""
+
+from numba import njit
+
+from loopdyn.linalg import backward_subst_t, cholesky_inplace, cholesky_solve, forward_subst
+from loopdyn.methods.common import closure_body_wrenches, system_terms
+from loopdyn.tree.aba import aba_kernel
+
+
+@njit(cache=True)
+def slm_kernel(
+    topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
+    Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, fext_none, Phi, J, gamma, M, phi,
+    Y, Sm, x, fext, qdd, lam,
+):  # fmt: skip
+    """Fill ``lam`` (len(rows)) by eq. (12), ``qdd`` by ABA; return Ĩ's pivot ratio (0: singular)."""
+    n = phi.shape[0]
+    r = rows.shape[0]
+    system_terms(
+        topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, q, v, tau,
+        Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, fext_none, Phi, J, gamma, M, phi, True,
+    )  # fmt: skip
+    if cholesky_inplace(M, n) == 0.0:
+        return -1.0
+    # Y = L⁻¹ Jᵀ (columns), x = M⁻¹ φ
+    for a in range(r):
+        ra = rows[a]
+        col = Y[:, a]
+        for j in range(n):
+            col[j] = J[ra, j]
+        forward_subst(M, n, col)
+    for i in range(n):
+        x[i] = phi[i]
+    cholesky_solve(M, n, x)
+    # Ĩ = Yᵀ Y ; rhs = γ - J x
+    for a in range(r):
+        for b in range(a + 1):
+            s = 0.0
+            for j in range(n):
+                s += Y[j, a] * Y[j, b]
+            Sm[a, b] = s
+            Sm[b, a] = s
+        ra = rows[a]
+        s = gamma[ra]
+        for j in range(n):
+            s -= J[ra, j] * x[j]
+        lam[a] = s
+    ratio = cholesky_inplace(Sm, r)
+    if ratio < 1e-14:
+        return ratio
+    forward_subst(Sm, r, lam)
+    backward_subst_t(Sm, r, lam)
+    # q̈ by the O(n) tree algorithm with λ as external wrenches (eq. 11)
+    closure_body_wrenches(topo, Xw, cl_body, row_int, rw, cw, rows, lam, fext)
+    aba_kernel(topo, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6, tmp33, qdd)
+    return ratio

@@ -1,0 +1,147 @@
+"""Loop closures (cut joints) and their constraint rows.
+
+A closure joins frame A (on body a, or the ground) to frame B (on body b).  In the
+assembled mechanism the two frames coincide: same origin, and the same
+orientation for every closure that constrains rotation.  Each closure contributes
+rows of two kinds, all with an exact position-level residual Φ whose time
+derivative is J v:
+
+- translation row, unit ``u`` fixed in A:  Φ = u_A · (p_B - p_A);
+  J v = u_A · (v_B - v_A(p_B)), the relative velocity of B's origin with respect
+  to the point of body a that coincides with it.  Its multiplier is the force
+  along u_A applied to body b at B's origin (and its opposite to body a).
+- rotation row about a unit ``a`` fixed in A: with (a, b, c) right-handed
+  orthonormal, Φ = c_A · b_B, zero when the frames are aligned about a;
+  J v = n · (ω_B - ω_A) with n = b_B × c_A, which equals a_A at alignment.
+  Its multiplier is the moment about n applied to body b (opposite on a).
+
+| kind        | 3D rows                               | planar rows (x–y plane)   |
+|-------------|---------------------------------------|---------------------------|
+| ball        | 3 translations                        | (use revolute)            |
+| revolute    | 3 translations, 2 rotations ⟂ axis    | 2 translations (axis z)   |
+| universal   | 3 translations, 1 rotation ⟂ both axes| —                         |
+| prismatic   | 2 translations ⟂ axis, 3 rotations    | 1 translation ⟂ axis, rotation z |
+| weld        | 3 translations, 3 rotations           | 2 translations, rotation z|
+| generic     | user-given ``rotation_axes`` and ``translation_axes`` (A frame) |   |
+
+Axes default to z (revolute), x (prismatic), x of A then y of B (universal: the
+constrained rotation is about axis1 × axis2, with Φ = -(axis1_A · axis2_B)).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from loopdyn.errors import ModelError
+from loopdyn.model.joints import _axis
+
+KINDS = ("ball", "revolute", "universal", "prismatic", "weld", "generic")
+TRANSLATION, ROTATION = 0, 1
+
+
+def _triad(a):
+    """(b, c) completing the unit vector a to a right-handed orthonormal triad."""
+    t = np.array([1.0, 0.0, 0.0]) if abs(a[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    b = np.cross(a, t)
+    b /= np.linalg.norm(b)
+    c = np.cross(a, b)
+    return b, c
+
+
+def _rotation_row(a):
+    """(u in A, w in B) of a rotation row about unit a: Φ = u_A·w_B, n = w_B × u_A ≈ a."""
+    b, c = _triad(a)
+    return c, b
+
+
+def _orthonormal_basis_excluding(a):
+    b, c = _triad(a)
+    return [b, c]
+
+
+@dataclass(frozen=True)
+class ClosureSpec:
+    """A closure as declared in ``ModelBuilder.add_closure``."""
+
+    name: str
+    frame_a: str
+    frame_b: str
+    kind: str
+    axis: object = None
+    axis2: object = None
+    rotation_axes: tuple = ()
+    translation_axes: tuple = ()
+
+    def rows(self, planar):
+        """List of (row kind, u, w) in frame coordinates (w unused for translations)."""
+        what = f"closure {self.name!r}"
+        zero = np.zeros(3)
+        ex, ey, ez = np.eye(3)
+        rows = []
+
+        def trans(u):
+            rows.append((TRANSLATION, np.asarray(u, float), zero))
+
+        def rot(a):
+            u, w = _rotation_row(np.asarray(a, float))
+            rows.append((ROTATION, u, w))
+
+        k = self.kind
+        if planar:
+            if k == "revolute":
+                if self.axis is not None and not np.allclose(_axis(self.axis, what), ez):
+                    raise ModelError(f"{what}: a planar revolute closure must have axis z")
+                trans(ex), trans(ey)
+            elif k == "prismatic":
+                a = _axis(self.axis if self.axis is not None else "x", what)
+                if abs(a[2]) > 1e-12:
+                    raise ModelError(
+                        f"{what}: a planar prismatic closure needs an axis in the x–y plane"
+                    )
+                trans(np.cross(ez, a)), rot(ez)
+            elif k == "weld":
+                trans(ex), trans(ey), rot(ez)
+            elif k == "generic":
+                self._generic(trans, rot, what)
+            else:
+                raise ModelError(
+                    f"{what}: kind {k!r} has no planar counterpart; use revolute, prismatic, "
+                    "weld or generic (or build the model with planar=False)"
+                )
+            return rows
+        if k == "ball":
+            trans(ex), trans(ey), trans(ez)
+        elif k == "revolute":
+            a = _axis(self.axis if self.axis is not None else "z", what)
+            trans(ex), trans(ey), trans(ez)
+            for d in _orthonormal_basis_excluding(a):
+                rot(d)
+        elif k == "universal":
+            a1 = _axis(self.axis if self.axis is not None else "x", what)
+            a2 = _axis(self.axis2 if self.axis2 is not None else "y", what)
+            if abs(a1 @ a2) > 1e-9:
+                raise ModelError(f"{what}: universal closure axes must be orthogonal")
+            trans(ex), trans(ey), trans(ez)
+            rows.append((ROTATION, -a1, a2))  # Φ = -(a1_A · a2_B), n = a2_B × (-a1_A) = a1 × a2
+        elif k == "prismatic":
+            a = _axis(self.axis if self.axis is not None else "x", what)
+            for d in _orthonormal_basis_excluding(a):
+                trans(d)
+            rot(ex), rot(ey), rot(ez)
+        elif k == "weld":
+            trans(ex), trans(ey), trans(ez), rot(ex), rot(ey), rot(ez)
+        elif k == "generic":
+            self._generic(trans, rot, what)
+        else:
+            raise ModelError(f"{what}: unknown kind {k!r}; use one of {', '.join(KINDS)}")
+        return rows
+
+    def _generic(self, trans, rot, what):
+        if not self.rotation_axes and not self.translation_axes:
+            raise ModelError(
+                f"{what}: a generic closure needs rotation_axes and/or translation_axes"
+            )
+        for a in self.translation_axes:
+            trans(_axis(a, what))
+        for a in self.rotation_axes:
+            rot(_axis(a, what))
