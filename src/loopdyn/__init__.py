@@ -15,8 +15,15 @@ from loopdyn.constraints import (
     constraint_rank,
     constraints,
 )
-from loopdyn.dynamics import forward_dynamics
-from loopdyn.errors import AssemblyError, LoopdynError, ModelError, SingularityError
+from loopdyn.dynamics import closure_forces, closure_wrenches, forward_dynamics
+from loopdyn.errors import (
+    ActuationError,
+    AssemblyError,
+    LoopdynError,
+    ModelError,
+    SingularityError,
+)
+from loopdyn.inverse import inverse_dynamics
 from loopdyn.kinematics import forward_kinematics, frame_jacobian, frame_placement
 from loopdyn.model import (
     GROUND,
@@ -36,6 +43,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "GROUND",
+    "ActuationError",
     "AssemblyError",
     "Data",
     "Fixed",
@@ -51,7 +59,9 @@ __all__ = [
     "Universal",
     "aba",
     "assemble",
+    "closure_forces",
     "closure_residual",
+    "closure_wrenches",
     "complete_velocity",
     "constraint_bias",
     "constraint_jacobian",
@@ -66,6 +76,7 @@ __all__ = [
     "frame_placement",
     "integrate",
     "interop",
+    "inverse_dynamics",
     "nonlinear_effects",
     "partition",
     "rnea",

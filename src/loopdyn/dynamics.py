@@ -90,3 +90,47 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
         lam_full = lam
     cond = 1.0 / ratio if ratio > 0 else np.inf
     return ForwardDynamicsResult(qdd, lam_full, method, info.rank, info.dropped, cond)
+
+
+def closure_wrenches(model, q, lam, data=None):
+    """Body wrenches (nb, 6) of closure multipliers ``lam`` (m,).
+
+    Row-wise as in :class:`ForwardDynamicsResult`; each wrench ``[n; f]`` is in its
+    body's frame about the body origin, the format of ``fext`` in ``ld.rnea`` /
+    ``ld.aba``: so ``rnea(q, v, qdd, fext=closure_wrenches(q, lam))`` returns τ.
+    """
+    from loopdyn.constraints import _evaluate
+    from loopdyn.methods.common import closure_body_wrenches
+
+    d = model.data if data is None else data
+    lam = vector(lam, model.m, "lam", model)
+    w = _evaluate(model, q, None, False, d)
+    out = np.zeros((model.nbodies, 6))
+    rows = np.arange(model.m, dtype=np.int64)
+    closure_body_wrenches(
+        model.topo, d.Xw, model.cl_body, model.row_int, w.rw, w.cw, rows, lam, out
+    )
+    return out
+
+
+def closure_forces(model, q, lam, data=None):
+    """Per closure: ``{name: (force, moment)}`` on body B at frame B's origin, world frame.
+
+    Body A receives the opposite force and moment (Newton's third law).
+    """
+    from loopdyn.constraints import _evaluate
+
+    d = model.data if data is None else data
+    lam = vector(lam, model.m, "lam", model)
+    w = _evaluate(model, q, None, False, d)
+    out = {}
+    for k, name in enumerate(model.closures):
+        f = np.zeros(3)
+        mo = np.zeros(3)
+        for r in range(model.closure_rows[k].start, model.closure_rows[k].stop):
+            if model.row_int[r, 1] == 0:
+                f += lam[r] * w.rw[r, 0]
+            else:
+                mo += lam[r] * w.rw[r, 2]
+        out[name] = (f, mo)
+    return out

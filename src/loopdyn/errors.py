@@ -18,3 +18,7 @@ class AssemblyError(LoopdynError):
 
 class SingularityError(LoopdynError):
     """A configuration is singular for the requested computation."""
+
+
+class ActuationError(LoopdynError):
+    """The actuators cannot produce the requested closed-loop motion."""

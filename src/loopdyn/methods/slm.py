@@ -23,7 +23,7 @@ def slm_kernel(
     Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, fext_none, Phi, J, gamma, M, phi,
     Y, Sm, x, fext, qdd, lam,
 ):  # fmt: skip
-    """Fill ``lam`` (len(rows)) by eq. (12), ``qdd`` by ABA; return Ĩ's pivot ratio (0: singular)."""
+    """``lam`` (len(rows)) by eq. (12), ``qdd`` by ABA; returns Ĩ's pivot ratio (0: singular)."""
     n = phi.shape[0]
     r = rows.shape[0]
     system_terms(
