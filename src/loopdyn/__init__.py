@@ -23,6 +23,7 @@ from loopdyn.errors import (
     ModelError,
     SingularityError,
 )
+from loopdyn.energy import kinetic_energy, potential_energy, total_energy
 from loopdyn.inverse import inverse_dynamics
 from loopdyn.kinematics import forward_kinematics, frame_jacobian, frame_placement
 from loopdyn.model import (
@@ -77,6 +78,9 @@ __all__ = [
     "integrate",
     "interop",
     "inverse_dynamics",
+    "kinetic_energy",
+    "potential_energy",
+    "total_energy",
     "nonlinear_effects",
     "partition",
     "rnea",

@@ -1,0 +1,73 @@
+"""Consistent random states of closed-loop catalog models, shared by the closure tests."""
+
+from functools import cache
+
+import numpy as np
+
+import loopdyn as ld
+
+CLOSED = {
+    "four_bar": dict(),
+    "five_bar": dict(),
+    "slider_crank": dict(),
+    "planar_ladder": dict(L=4),
+    "spatial_ladder": dict(L=3),
+}
+DOF = {"four_bar": 1, "five_bar": 2, "slider_crank": 1, "planar_ladder": 1, "spatial_ladder": 2}
+
+
+@cache
+def closed_model(name):
+    return ld.examples.get(name, **CLOSED[name])
+
+
+def consistent_state(model, rng, spread=0.3):
+    """A random consistent (q, v, tau): actuated coordinates perturbed, the rest assembled."""
+    q = np.array(model.q0)
+    for _ in range(20):
+        guess = q.copy()
+        act = model.actuated
+        guess[act] += rng.uniform(-spread, spread, act.size)  # actuated joints are 1-dof here
+        try:
+            q = ld.assemble(model, guess)
+            break
+        except ld.AssemblyError:
+            continue
+    v = np.zeros(model.nv)
+    v[model.actuated] = rng.normal(size=model.actuated.size)
+    v = ld.complete_velocity(model, q, v)
+    tau = rng.normal(size=model.nv)
+    return q, v, tau
+
+
+def mixed_mechanism(kind, planar=False):
+    """A deliberately irregular spatial tree (spherical, universal, free, revolute joints)
+    with a closure of ``kind`` between two of its bodies and a ball/revolute to the ground.
+    Not assembled: the Φ/J/γ identities hold at any configuration."""
+    b = ld.ModelBuilder(f"mixed_{kind}", planar=planar)
+    b.add_body(
+        "a",
+        "ground",
+        ld.Spherical(),
+        xyz=(0, 0, 0.1),
+        mass=1,
+        com=(0.1, 0.2, 0.3),
+        inertia=(1, 1, 1),
+    )
+    b.add_body(
+        "b",
+        "a",
+        ld.Universal("x", "z"),
+        xyz=(0.5, 0.1, 0),
+        mass=1,
+        com=(0.1, 0, 0),
+        inertia=(1, 1.2, 1.1),
+    )
+    b.add_body("c", "ground", ld.Free(), mass=2, inertia=(1, 1, 1))
+    b.add_body("d", "c", ld.Revolute((1, 2, 3)), xyz=(0.2, 0.3, 0.4), mass=1, inertia=(1, 1, 1))
+    b.add_frame("fa", "b", xyz=(0.3, 0.2, 0.1), rpy=(0.1, 0.2, 0.3))
+    b.add_frame("fb", "d", xyz=(-0.3, 0.1, 0.2), rpy=(0.3, -0.2, 0.5))
+    b.add_frame("fg", "ground", xyz=(1, 1, 1))
+    b.add_closure("c1", "fa", "fb", kind, translation_axes=[(1, 0, 0)], rotation_axes=[(0, 1, 1)])
+    b.add_closure("c2", "fg", "fa", "revolute" if planar else "ball")
+    return b.build()

@@ -1,0 +1,183 @@
+"""augmented and SLM forward dynamics, inverse dynamics and multipliers on the catalog."""
+
+import numpy as np
+import pytest
+from closed_helpers import CLOSED, closed_model, consistent_state
+
+import loopdyn as ld
+from loopdyn.examples.shapes import rod
+
+METHODS = ["augmented", "slm"]
+
+
+def _states(name, n=4, seed=0):
+    model = closed_model(name)
+    rng = np.random.default_rng(seed)
+    return model, [consistent_state(model, rng) for _ in range(n)]
+
+
+@pytest.mark.parametrize("name", list(CLOSED))
+def test_slm_equals_augmented(name):
+    model, states = _states(name)
+    for q, v, tau in states:
+        a = ld.forward_dynamics(model, q, v, tau, method="augmented")
+        s = ld.forward_dynamics(model, q, v, tau, method="slm")
+        scale = np.abs(a.qdd).max()
+        np.testing.assert_allclose(s.qdd, a.qdd, rtol=0, atol=1e-10 * scale)
+        np.testing.assert_allclose(s.lam, a.lam, rtol=0, atol=1e-10 * np.abs(a.lam).max())
+        # the constraint holds at acceleration level
+        _, J, gamma = ld.constraints(model, q, v)
+        np.testing.assert_allclose(J @ a.qdd, gamma, atol=1e-10 * scale)
+
+
+@pytest.mark.parametrize("name", list(CLOSED))
+def test_against_pinocchio_constraint_dynamics(name):
+    pytest.importorskip("pinocchio")
+    from loopdyn.interop.pinocchio import PinocchioExport
+
+    model, states = _states(name, n=3, seed=1)
+    ex = PinocchioExport(model)
+    if ex.unexported:
+        pytest.skip(f"Pinocchio cannot express {ex.unexported}")
+    for q, v, tau in states:
+        a = ld.forward_dynamics(model, q, v, tau)
+        np.testing.assert_allclose(
+            ex.constraint_dynamics(q, v, tau), a.qdd, rtol=0, atol=1e-9 * np.abs(a.qdd).max()
+        )
+
+
+@pytest.mark.parametrize("name", list(CLOSED))
+def test_power_balance(name):
+    """d/dt (T + V) = τ·q̇: closure forces do no work."""
+    model, states = _states(name, n=2, seed=2)
+    h = 1e-5
+    for q, v, tau in states:
+        qdd = ld.forward_dynamics(model, q, v, tau).qdd
+
+        def energy(t):
+            qt = ld.integrate(model, q, v * t + 0.5 * qdd * t * t)
+            return ld.total_energy(model, qt, v + qdd * t)
+
+        dE = (energy(h) - energy(-h)) / (2 * h)
+        assert dE == pytest.approx(tau @ v, abs=1e-6 * (1 + abs(energy(0.0))))
+
+
+@pytest.mark.parametrize("name", list(CLOSED))
+@pytest.mark.parametrize("method", METHODS)
+def test_inverse_then_forward_dynamics(name, method):
+    model, states = _states(name, n=2, seed=3)
+    rng = np.random.default_rng(0)
+    for q, v, _ in states:
+        tau = np.zeros(model.nv)
+        tau[model.actuated] = rng.normal(size=model.actuated.size)
+        fd = ld.forward_dynamics(model, q, v, tau, method=method)
+        inv = ld.inverse_dynamics(model, q, v, fd.qdd)
+        np.testing.assert_allclose(inv.tau, tau, atol=1e-9)
+        np.testing.assert_allclose(inv.lam, fd.lam, atol=1e-9 * (1 + np.abs(fd.lam).max()))
+        assert not inv.over_actuated and inv.residual < 1e-9
+        again = ld.forward_dynamics(model, q, v, inv.tau, method=method)
+        np.testing.assert_allclose(again.qdd, fd.qdd, atol=1e-9 * np.abs(fd.qdd).max())
+
+
+@pytest.mark.parametrize("name", list(CLOSED))
+def test_multipliers_are_the_cut_joint_reactions(name):
+    """The RNEA of the cut (open) system with the closure wrenches applied returns τ."""
+    model, states = _states(name, n=2, seed=4)
+    for q, v, tau in states:
+        fd = ld.forward_dynamics(model, q, v, tau)
+        fext = ld.closure_wrenches(model, q, fd.lam)
+        np.testing.assert_allclose(ld.rnea(model, q, v, fd.qdd, fext=fext), tau, atol=1e-9)
+
+
+def test_four_bar_multiplier_is_the_hinge_force_on_the_rocker():
+    """λ of the planar revolute cut = the coupler's force on the rocker, in coupler-tip axes."""
+    model = closed_model("four_bar")
+    q = np.array(model.q0)
+    fd = ld.forward_dynamics(model, q, np.zeros(3), np.zeros(3))
+    force, moment = ld.closure_forces(model, q, fd.lam)["coupler_rocker"]
+    R_A, _ = ld.frame_placement(model, q, "coupler_tip")
+    np.testing.assert_allclose(force, R_A[:, :2] @ fd.lam, atol=1e-12)
+    # rocker statics at rest: moment about its pivot of hinge force + gravity = I α
+    _, tip = ld.frame_placement(model, q, "rocker_tip")
+    arm = tip - np.array([1.0, 0.0, 0.0])
+    I_pivot = 3.0 * 0.6**2 / 3
+    torque = arm[0] * force[1] - arm[1] * force[0] + np.cross(arm / 2, [0, -9.81 * 3.0, 0])[2]
+    assert torque == pytest.approx(I_pivot * fd.qdd[2], rel=1e-9)
+
+
+def _four_bar_3d(kind):
+    b = ld.ModelBuilder(f"four_bar_3d_{kind}", gravity=(0, -9.81, 0), planar=False)
+    b.add_body("crank", "ground", ld.Revolute("z"), actuated=True, **rod(1.5, 0.3))
+    b.add_body("coupler", "crank", ld.Revolute("z"), xyz=(0.3, 0, 0), **rod(5.0, 1.0))
+    b.add_body("rocker", "ground", ld.Revolute("z"), xyz=(1, 0, 0), **rod(3.0, 0.6))
+    b.add_frame("coupler_tip", "coupler", xyz=(1, 0, 0))
+    b.add_frame("rocker_tip", "rocker", xyz=(0.6, 0, 0))
+    b.add_closure("coupler_rocker", "coupler_tip", "rocker_tip", kind)
+    return b.build()
+
+
+@pytest.mark.parametrize(("kind", "dropped"), [("ball", 1), ("revolute", 3)])
+@pytest.mark.parametrize("method", METHODS)
+def test_redundant_closures(kind, dropped, method):
+    """A 3D closure on a planar loop: rank 2, redundant rows dropped, exact q̈, min-norm λ."""
+    planar = closed_model("four_bar")
+    model = _four_bar_3d(kind)
+    rng = np.random.default_rng(6)
+    for q, v, tau in [consistent_state(planar, rng) for _ in range(3)]:
+        ref = ld.forward_dynamics(planar, q, v, tau)
+        res = ld.forward_dynamics(model, q, v, tau, method=method)
+        assert res.rank == 2 and res.dropped.size == dropped
+        np.testing.assert_allclose(res.qdd, ref.qdd, atol=1e-10 * np.abs(ref.qdd).max())
+        J = ld.constraint_jacobian(model, q)
+        # minimum norm: λ lies in the row space of J (orthogonal to null(Jᵀ))
+        null = np.linalg.svd(J.T)[2][2:]
+        np.testing.assert_allclose(null @ res.lam, 0, atol=1e-9)
+        np.testing.assert_allclose(
+            J.T @ res.lam, ref.lam @ ld.constraint_jacobian(planar, q), atol=1e-9
+        )
+
+
+def test_redundant_closure_against_pinocchio():
+    pytest.importorskip("pinocchio")
+    from loopdyn.interop.pinocchio import PinocchioExport
+
+    model = _four_bar_3d("ball")
+    q, v, tau = consistent_state(closed_model("four_bar"), np.random.default_rng(7))
+    a = ld.forward_dynamics(model, q, v, tau).qdd
+    np.testing.assert_allclose(
+        PinocchioExport(model).constraint_dynamics(q, v, tau), a, atol=1e-9 * np.abs(a).max()
+    )
+
+
+def test_over_actuated_inverse_dynamics_is_least_squares():
+    model = closed_model("four_bar")
+    q, v, _ = consistent_state(model, np.random.default_rng(8))
+    qdd = ld.forward_dynamics(model, q, v, np.array([1.0, 0.0, 0.0])).qdd
+    inv = ld.inverse_dynamics(model, q, v, qdd, actuated=[0, 2])
+    assert inv.over_actuated and inv.residual < 1e-9
+    np.testing.assert_allclose(ld.forward_dynamics(model, q, v, inv.tau).qdd, qdd, atol=1e-9)
+
+
+def test_inverse_dynamics_rejects_motion_the_actuators_cannot_produce():
+    model = closed_model("four_bar")
+    q, v, _ = consistent_state(model, np.random.default_rng(9))
+    free = ld.forward_dynamics(model, q, v).qdd
+    with pytest.raises(ld.ActuationError, match="cannot produce"):
+        ld.inverse_dynamics(model, q, v, free * 1.5, actuated=[])
+
+
+def test_tree_models_fall_back_to_aba():
+    model = ld.examples.serial_arm()
+    rng = np.random.default_rng(0)
+    q, v, tau = model.random_configuration(rng), rng.normal(size=6), rng.normal(size=6)
+    res = ld.forward_dynamics(model, q, v, tau, method="slm")
+    assert res.lam is None
+    np.testing.assert_allclose(res.qdd, ld.aba(model, q, v, tau))
+
+
+def test_bad_method_and_shapes():
+    model = closed_model("four_bar")
+    with pytest.raises(ValueError, match="unknown method"):
+        ld.forward_dynamics(model, model.q0, np.zeros(3), method="magic")
+    with pytest.raises(ValueError, match="shape"):
+        ld.forward_dynamics(model, model.q0, np.zeros(4))
