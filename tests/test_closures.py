@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-from closed_helpers import CLOSED, DOF, closed_model, consistent_state, mixed_mechanism
 
 import loopdyn as ld
+from closed_helpers import CLOSED, DOF, closed_model, mixed_mechanism
 
 KINDS = ["ball", "revolute", "universal", "prismatic", "weld", "generic"]
 
@@ -26,7 +26,7 @@ def test_jacobian_and_bias_equal_finite_differences(kind):
         np.testing.assert_allclose(
             J @ v, _fd(model, q, v, lambda x: ld.closure_residual(model, x)), atol=1e-7
         )
-        jdot_v = _fd(model, q, v, lambda x: ld.constraint_jacobian(model, x) @ v)
+        jdot_v = _fd(model, q, v, lambda x, v=v: ld.constraint_jacobian(model, x) @ v)
         np.testing.assert_allclose(gamma, -jdot_v, atol=1e-6)
 
 
@@ -78,7 +78,7 @@ def test_catalog_q0_is_consistent_with_the_stated_dof(name):
 def test_four_bar_geometry_matches_the_paper():
     model = ld.examples.four_bar()
     assert model.q0[0] == pytest.approx(np.deg2rad(30.0))
-    R, p = ld.frame_placement(model, model.q0, "rocker_tip")
+    _, p = ld.frame_placement(model, model.q0, "rocker_tip")
     assert np.linalg.norm(p - [1.0, 0.0, 0.0]) == pytest.approx(0.6)  # rocker pivot at (a4, 0)
     assert p[1] > 0  # coupler-rocker hinge above the ground line
     _, pc = ld.frame_placement(model, model.q0, "coupler_tip")
@@ -164,7 +164,7 @@ def _builder():
 def test_closure_model_errors_name_the_culprit():
     b = _builder()
     b.add_closure("cut", "f1", "nowhere")
-    with pytest.raises(ld.ModelError, match="cut.*nowhere"):
+    with pytest.raises(ld.ModelError, match=r"cut.*nowhere"):
         b.build()
     b = _builder()
     b.add_closure("same", "f1", "f1b")
@@ -187,5 +187,5 @@ def test_pinocchio_export_lists_closures_it_cannot_express():
 
     ex = PinocchioExport(mixed_mechanism("universal"))
     assert ex.unexported == ["c1"] and ex.exported == ["c2"]
-    model, constraints = ld.interop.to_pinocchio(closed_model("spatial_ladder"))
+    _, constraints = ld.interop.to_pinocchio(closed_model("spatial_ladder"))
     assert len(constraints) == 3

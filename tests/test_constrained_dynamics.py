@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-from closed_helpers import CLOSED, closed_model, consistent_state
 
 import loopdyn as ld
+from closed_helpers import CLOSED, closed_model, consistent_state
 from loopdyn.examples.shapes import rod
 
 METHODS = ["augmented", "slm"]
@@ -54,7 +54,7 @@ def test_power_balance(name):
     for q, v, tau in states:
         qdd = ld.forward_dynamics(model, q, v, tau).qdd
 
-        def energy(t):
+        def energy(t, q=q, v=v, qdd=qdd):
             qt = ld.integrate(model, q, v * t + 0.5 * qdd * t * t)
             return ld.total_energy(model, qt, v + qdd * t)
 
@@ -94,7 +94,7 @@ def test_four_bar_multiplier_is_the_hinge_force_on_the_rocker():
     model = closed_model("four_bar")
     q = np.array(model.q0)
     fd = ld.forward_dynamics(model, q, np.zeros(3), np.zeros(3))
-    force, moment = ld.closure_forces(model, q, fd.lam)["coupler_rocker"]
+    force, _ = ld.closure_forces(model, q, fd.lam)["coupler_rocker"]
     R_A, _ = ld.frame_placement(model, q, "coupler_tip")
     np.testing.assert_allclose(force, R_A[:, :2] @ fd.lam, atol=1e-12)
     # rocker statics at rest: moment about its pivot of hinge force + gravity = I α

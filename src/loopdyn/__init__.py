@@ -16,6 +16,7 @@ from loopdyn.constraints import (
     constraints,
 )
 from loopdyn.dynamics import closure_forces, closure_wrenches, forward_dynamics
+from loopdyn.energy import kinetic_energy, potential_energy, total_energy
 from loopdyn.errors import (
     ActuationError,
     AssemblyError,
@@ -23,7 +24,6 @@ from loopdyn.errors import (
     ModelError,
     SingularityError,
 )
-from loopdyn.energy import kinetic_energy, potential_energy, total_energy
 from loopdyn.inverse import inverse_dynamics
 from loopdyn.kinematics import forward_kinematics, frame_jacobian, frame_placement
 from loopdyn.model import (
@@ -79,9 +79,9 @@ __all__ = [
     "interop",
     "inverse_dynamics",
     "kinetic_energy",
-    "potential_energy",
-    "total_energy",
     "nonlinear_effects",
     "partition",
+    "potential_energy",
     "rnea",
+    "total_energy",
 ]
