@@ -40,11 +40,13 @@ def crba_kernel(topo, jgeom, inertia, q, Xrel, S, vec6, mat6, tmp33, M):
                 for c in range(6):
                     s += Ic[r, c] * S[i, c, k]
                 F[r] = s
-            for kk in range(topo[i, 5]):
+            # diagonal block: upper triangle, mirrored, so M is exactly symmetric
+            for kk in range(k, topo[i, 5]):
                 s = 0.0
                 for r in range(6):
                     s += S[i, r, kk] * F[r]
                 M[iv + k, iv + kk] = s
+                M[iv + kk, iv + k] = s
             j = i
             while topo[j, 0] >= 0:
                 for r in range(6):

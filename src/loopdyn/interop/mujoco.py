@@ -1,0 +1,128 @@
+"""Export a loopdyn model to MuJoCo (MJCF), for side-by-side checks and benchmarks.
+
+MuJoCo's constraints are soft (a spring-damper regularisation, ``solref`` and
+``solimp``), so its accelerations approximate the exact ones loopdyn computes.
+Bodies keep loopdyn's frames: each MuJoCo body sits at its joint placement, its
+joints at the body origin (a universal joint is two hinges in one body, applied
+in order, like loopdyn's).  Closures: ball and planar revolute -> ``connect``;
+weld -> ``weld`` (both between sites).  Free joints are not exported (MuJoCo's
+free-joint velocity is in world axes, loopdyn's in body axes).
+"""
+
+import numpy as np
+
+from loopdyn.model.joints import FIXED, FREE, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
+
+
+def _quat(R):
+    """(w, x, y, z) of a rotation matrix."""
+    w = np.sqrt(max(0.0, 1.0 + R[0, 0] + R[1, 1] + R[2, 2])) / 2.0
+    x = np.copysign(np.sqrt(max(0.0, 1.0 + R[0, 0] - R[1, 1] - R[2, 2])) / 2.0, R[2, 1] - R[1, 2])
+    y = np.copysign(np.sqrt(max(0.0, 1.0 - R[0, 0] + R[1, 1] - R[2, 2])) / 2.0, R[0, 2] - R[2, 0])
+    z = np.copysign(np.sqrt(max(0.0, 1.0 - R[0, 0] - R[1, 1] + R[2, 2])) / 2.0, R[1, 0] - R[0, 1])
+    return np.array([w, x, y, z])
+
+
+def _v(x):
+    return " ".join(f"{float(t):.17g}" for t in x)
+
+
+def to_mjcf(model, timestep=1e-3, integrator="RK4", solref=None, solimp=None):
+    """MJCF text of ``model`` (see the module docstring for the mapping)."""
+    children = {i: [] for i in range(-1, model.nbodies)}
+    for i, p in enumerate(model.parent):
+        children[p].append(i)
+    sites = {}
+    for k in range(model.nc):
+        for side in range(2):
+            sites.setdefault(int(model.cl_body[k, side]), []).append((f"cl{k}_{side}", model.cl_X[k, side]))
+
+    def body_xml(i, indent):
+        jt = int(model.topo[i, 1])
+        if jt == FREE:
+            raise ValueError(f"{model.name}: free joint {model.joint_names[i]!r} is not exported to MuJoCo")
+        R, p = model.jgeom[i, :3], model.jgeom[i, 3]
+        I6 = model.inertia[i]
+        m = I6[3, 3]
+        c = np.array([I6[2, 4], I6[0, 5], I6[1, 3]]) / m
+        Ic = I6[:3, :3] - m * (c @ c * np.eye(3) - np.outer(c, c))
+        pad = "  " * indent
+        out = [f'{pad}<body name="{model.body_names[i]}" pos="{_v(p)}" quat="{_v(_quat(R))}">']
+        a1, a2 = model.jgeom[i, 4], model.jgeom[i, 5]
+        name = model.joint_names[i]
+        if jt == REVOLUTE:
+            out.append(f'{pad}  <joint name="{name}" type="hinge" axis="{_v(a1)}" limited="false"/>')
+        elif jt == PRISMATIC:
+            out.append(f'{pad}  <joint name="{name}" type="slide" axis="{_v(a1)}" limited="false"/>')
+        elif jt == UNIVERSAL:
+            out.append(f'{pad}  <joint name="{name}_1" type="hinge" axis="{_v(a1)}" limited="false"/>')
+            out.append(f'{pad}  <joint name="{name}_2" type="hinge" axis="{_v(a2)}" limited="false"/>')
+        elif jt == SPHERICAL:
+            out.append(f'{pad}  <joint name="{name}" type="ball" limited="false"/>')
+        elif jt != FIXED:  # pragma: no cover
+            raise ValueError(f"joint type {jt} has no MuJoCo counterpart")
+        full = [Ic[0, 0], Ic[1, 1], Ic[2, 2], Ic[0, 1], Ic[0, 2], Ic[1, 2]]
+        out.append(f'{pad}  <inertial pos="{_v(c)}" mass="{m:.17g}" fullinertia="{_v(full)}"/>')
+        for sname, X in sites.get(i, []):
+            out.append(f'{pad}  <site name="{sname}" pos="{_v(X[3])}" quat="{_v(_quat(X[:3]))}"/>')
+        for ch in children[i]:
+            out.extend(body_xml(ch, indent + 1))
+        out.append(f"{pad}</body>")
+        return out
+
+    lines = [f'<mujoco model="{model.name}">']
+    lines.append(
+        f'  <option gravity="{_v(model.gravity)}" timestep="{timestep}" integrator="{integrator}"/>'
+    )
+    lines.append("  <worldbody>")
+    for sname, X in sites.get(-1, []):
+        lines.append(f'    <site name="{sname}" pos="{_v(X[3])}" quat="{_v(_quat(X[:3]))}"/>')
+    for i in children[-1]:
+        lines.extend(body_xml(i, 2))
+    lines.append("  </worldbody>")
+    extra = ""
+    if solref is not None:
+        extra += f' solref="{_v(solref)}"'
+    if solimp is not None:
+        extra += f' solimp="{_v(solimp)}"'
+    eq = []
+    for k, name in enumerate(model.closures):
+        kind = model.closure_kinds[k]
+        if kind == "ball" or (kind == "revolute" and model.planar):
+            eq.append(f'    <connect name="{name}" site1="cl{k}_0" site2="cl{k}_1"{extra}/>')
+        elif kind == "weld":
+            eq.append(f'    <weld name="{name}" site1="cl{k}_0" site2="cl{k}_1"{extra}/>')
+        else:
+            raise ValueError(f"{model.name}: closure {name!r} of kind {kind!r} has no MuJoCo counterpart")
+    if eq:
+        lines += ["  <equality>", *eq, "  </equality>"]
+    lines.append("</mujoco>")
+    return "\n".join(lines)
+
+
+class MujocoExport:
+    """A MuJoCo model equivalent to ``model``: ``.model`` (MjModel), ``.data``, ``.xml``.
+
+    Every loopdyn joint except free maps to MuJoCo coordinates in the same order,
+    so q and v are copied as they are.
+    """
+
+    def __init__(self, model, **kwargs):
+        import mujoco
+
+        self.source = model
+        self.xml = to_mjcf(model, **kwargs)
+        self.model = mujoco.MjModel.from_xml_string(self.xml)
+        self.data = mujoco.MjData(self.model)
+        assert self.model.nq == model.nq and self.model.nv == model.nv
+
+    def forward(self, q, v, tau):
+        """MuJoCo's q̈ (soft constraints) at (q, v) under joint forces ``tau``."""
+        import mujoco
+
+        d = self.data
+        d.qpos[:] = q
+        d.qvel[:] = v
+        d.qfrc_applied[:] = tau
+        mujoco.mj_forward(self.model, d)
+        return d.qacc.copy()
