@@ -11,30 +11,18 @@ import numpy as np
 
 from loopdyn.constraints import closure_work, constraint_rank
 from loopdyn.errors import SingularityError
-from loopdyn.methods.augmented import augmented_kernel
-from loopdyn.methods.common import ForwardDynamicsResult, dyn_work
-from loopdyn.methods.slm import slm_kernel
+from loopdyn.methods import augmented, slm
+from loopdyn.methods.common import ForwardDynamicsResult
 from loopdyn.tree import aba
 from loopdyn.validation import configuration, vector
 
-METHODS = ("augmented", "slm")
-
-
-def _run(method, model, q, v, tau, rows, d):
-    w = d.closure
-    k = dyn_work(model, d)
-    qdd = np.empty(model.nv)
-    lam = np.empty(rows.shape[0])
-    common = (
-        model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
-        model.row_int, model.row_vec, rows, q, v, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6,
-        d.tmp33, w.cw, w.rw, k.zeros_nv, k.fext_none, w.Phi, w.J, w.gamma, k.M, k.phi,
-    )  # fmt: skip
-    if method == "augmented":
-        ratio = augmented_kernel(*common, k.K, k.rhs, k.piv, qdd, lam)
-    else:
-        ratio = slm_kernel(*common, k.Y, k.Sm, k.x, k.fext, qdd, lam)
-    return qdd, lam, ratio
+# method name -> runner(model, q, v, tau, rows, data) -> (qdd, lam on rows, pivot ratio);
+# a ratio <= 0 means the solve was singular.  rows: the independent closure rows.
+RUNNERS = {
+    "augmented": augmented.run,
+    "slm": slm.run,
+}
+METHODS = tuple(RUNNERS)
 
 
 def _rank(model, q, d, refresh=False):
@@ -54,7 +42,7 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
     and ``condition``.  Raises :class:`SingularityError` if M or J M⁻¹ Jᵀ is
     singular even after re-detecting the independent closure rows at ``q``.
     """
-    if method not in METHODS:
+    if method not in RUNNERS:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
     d = model.data if data is None else data
     q = configuration(model, q)
@@ -66,7 +54,7 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
     closure_work(model, d)
     info = _rank(model, q, d)
     for attempt in range(2):
-        qdd, lam, ratio = _run(method, model, q, v, tau, info.independent, d)
+        qdd, lam, ratio = RUNNERS[method](model, q, v, tau, info.independent, d)
         ok = ratio > 0.0 and np.all(np.isfinite(qdd))
         if ok and info.dropped.size:
             w = d.closure

@@ -35,12 +35,16 @@ def to_mjcf(model, timestep=1e-3, integrator="RK4", solref=None, solimp=None):
     sites = {}
     for k in range(model.nc):
         for side in range(2):
-            sites.setdefault(int(model.cl_body[k, side]), []).append((f"cl{k}_{side}", model.cl_X[k, side]))
+            sites.setdefault(int(model.cl_body[k, side]), []).append(
+                (f"cl{k}_{side}", model.cl_X[k, side])
+            )
 
     def body_xml(i, indent):
         jt = int(model.topo[i, 1])
         if jt == FREE:
-            raise ValueError(f"{model.name}: free joint {model.joint_names[i]!r} is not exported to MuJoCo")
+            raise ValueError(
+                f"{model.name}: free joint {model.joint_names[i]!r} is not exported to MuJoCo"
+            )
         R, p = model.jgeom[i, :3], model.jgeom[i, 3]
         I6 = model.inertia[i]
         m = I6[3, 3]
@@ -51,12 +55,20 @@ def to_mjcf(model, timestep=1e-3, integrator="RK4", solref=None, solimp=None):
         a1, a2 = model.jgeom[i, 4], model.jgeom[i, 5]
         name = model.joint_names[i]
         if jt == REVOLUTE:
-            out.append(f'{pad}  <joint name="{name}" type="hinge" axis="{_v(a1)}" limited="false"/>')
+            out.append(
+                f'{pad}  <joint name="{name}" type="hinge" axis="{_v(a1)}" limited="false"/>'
+            )
         elif jt == PRISMATIC:
-            out.append(f'{pad}  <joint name="{name}" type="slide" axis="{_v(a1)}" limited="false"/>')
+            out.append(
+                f'{pad}  <joint name="{name}" type="slide" axis="{_v(a1)}" limited="false"/>'
+            )
         elif jt == UNIVERSAL:
-            out.append(f'{pad}  <joint name="{name}_1" type="hinge" axis="{_v(a1)}" limited="false"/>')
-            out.append(f'{pad}  <joint name="{name}_2" type="hinge" axis="{_v(a2)}" limited="false"/>')
+            out.append(
+                f'{pad}  <joint name="{name}_1" type="hinge" axis="{_v(a1)}" limited="false"/>'
+            )
+            out.append(
+                f'{pad}  <joint name="{name}_2" type="hinge" axis="{_v(a2)}" limited="false"/>'
+            )
         elif jt == SPHERICAL:
             out.append(f'{pad}  <joint name="{name}" type="ball" limited="false"/>')
         elif jt != FIXED:  # pragma: no cover
@@ -93,7 +105,9 @@ def to_mjcf(model, timestep=1e-3, integrator="RK4", solref=None, solimp=None):
         elif kind == "weld":
             eq.append(f'    <weld name="{name}" site1="cl{k}_0" site2="cl{k}_1"{extra}/>')
         else:
-            raise ValueError(f"{model.name}: closure {name!r} of kind {kind!r} has no MuJoCo counterpart")
+            raise ValueError(
+                f"{model.name}: closure {name!r} of kind {kind!r} has no MuJoCo counterpart"
+            )
     if eq:
         lines += ["  <equality>", *eq, "  </equality>"]
     lines.append("</mujoco>")

@@ -7,10 +7,11 @@ solved densely by LU with partial pivoting on the independent rows of J.  This i
 the oracle every other method is tested against.
 """
 
+import numpy as np
 from numba import njit
 
 from loopdyn.linalg import lu_inplace, lu_solve
-from loopdyn.methods.common import system_terms
+from loopdyn.methods.common import kernel_args, system_terms
 
 
 @njit(cache=True)
@@ -48,3 +49,12 @@ def augmented_kernel(
     for a in range(r):
         lam[a] = -rhs[n + a]
     return ratio
+
+
+def run(model, q, v, tau, rows, d):
+    """Runner for ``ld.forward_dynamics``: (q̈, λ on ``rows``, pivot ratio)."""
+    k, args = kernel_args(model, q, v, tau, rows, d)
+    qdd = np.empty(model.nv)
+    lam = np.empty(rows.shape[0])
+    ratio = augmented_kernel(*args, k.K, k.rhs, k.piv, qdd, lam)
+    return qdd, lam, ratio

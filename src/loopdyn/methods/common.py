@@ -107,3 +107,14 @@ class ForwardDynamicsResult:
     rank: int = 0
     dropped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     condition: float = 1.0
+
+
+def kernel_args(model, q, v, tau, rows, d):
+    """The argument tuple shared by the dense method kernels (model, state, workspaces)."""
+    w = d.closure
+    k = dyn_work(model, d)
+    return k, (
+        model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
+        model.row_int, model.row_vec, rows, q, v, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6,
+        d.tmp33, w.cw, w.rw, k.zeros_nv, k.fext_none, w.Phi, w.J, w.gamma, k.M, k.phi,
+    )  # fmt: skip

@@ -10,10 +10,11 @@ prescribes ("treated as external forces ... using any algorithm for tree-type
 systems").
 """
 
+import numpy as np
 from numba import njit
 
 from loopdyn.linalg import backward_subst_t, cholesky_inplace, cholesky_solve, forward_subst
-from loopdyn.methods.common import closure_body_wrenches, system_terms
+from loopdyn.methods.common import closure_body_wrenches, kernel_args, system_terms
 from loopdyn.tree.aba import aba_kernel
 
 
@@ -64,3 +65,12 @@ def slm_kernel(
     closure_body_wrenches(topo, Xw, cl_body, row_int, rw, cw, rows, lam, fext)
     aba_kernel(topo, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6, tmp33, qdd)
     return ratio
+
+
+def run(model, q, v, tau, rows, d):
+    """Runner for ``ld.forward_dynamics``: (q̈, λ on ``rows``, pivot ratio)."""
+    k, args = kernel_args(model, q, v, tau, rows, d)
+    qdd = np.empty(model.nv)
+    lam = np.empty(rows.shape[0])
+    ratio = slm_kernel(*args, k.Y, k.Sm, k.x, k.fext, qdd, lam)
+    return qdd, lam, ratio

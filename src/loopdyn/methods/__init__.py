@@ -1,0 +1,1 @@
+"""One module per forward-dynamics formulation; each exposes ``run`` (see dynamics.RUNNERS)."""
