@@ -22,6 +22,8 @@ from loopdyn.errors import (
     AssemblyError,
     LoopdynError,
     ModelError,
+    SimulationError,
+    SimulationSingularityError,
     SingularityError,
 )
 from loopdyn.inverse import inverse_dynamics
@@ -38,6 +40,8 @@ from loopdyn.model import (
     Spherical,
     Universal,
 )
+from loopdyn.simulate import simulate
+from loopdyn.trajectory import Trajectory
 from loopdyn.tree import aba, crba, nonlinear_effects, rnea
 
 __version__ = "0.1.0"
@@ -55,8 +59,11 @@ __all__ = [
     "ModelError",
     "Prismatic",
     "Revolute",
+    "SimulationError",
+    "SimulationSingularityError",
     "SingularityError",
     "Spherical",
+    "Trajectory",
     "Universal",
     "aba",
     "assemble",
@@ -83,5 +90,6 @@ __all__ = [
     "partition",
     "potential_energy",
     "rnea",
+    "simulate",
     "total_energy",
 ]

@@ -22,3 +22,29 @@ class SingularityError(LoopdynError):
 
 class ActuationError(LoopdynError):
     """The actuators cannot produce the requested closed-loop motion."""
+
+
+class SimulationError(LoopdynError):
+    """``ld.simulate`` stopped before ``t_end``.
+
+    Carries what was computed: ``trajectory`` (a :class:`loopdyn.Trajectory` up to
+    the stop, ``trajectory.completed`` False), and the last accepted state: time
+    ``t``, configuration ``q``, velocity ``v`` and the ``condition`` number of the
+    constraint solve there (``inf`` when singular, None if unknown).
+    """
+
+    def __init__(self, message, trajectory=None, t=None, q=None, v=None, condition=None):
+        super().__init__(message)
+        self.trajectory = trajectory
+        self.t = t
+        self.q = q
+        self.v = v
+        self.condition = condition
+
+
+class SimulationSingularityError(SimulationError, SingularityError):
+    """``ld.simulate`` reached a singular configuration it cannot pass.
+
+    Both a :class:`SingularityError` and a :class:`SimulationError`: catch either;
+    it carries the partial trajectory, ``t``, ``q``, ``v`` and ``condition``.
+    """

@@ -1,0 +1,294 @@
+"""Figures and animations of trajectories (matplotlib, imported lazily, Agg backend).
+
+``plot_trajectory``: coordinates, closure residuals and energy drift against time.
+``animate_trajectory``: a GIF (Pillow) or MP4 (ffmpeg) of the mechanism, drawn as
+a skeleton: each body a set of segments from its joint to the joints of its
+children and to its frames (closure frames included); ground pivots as triangles,
+loop closures as open circles.  Planar models are drawn in the x–y plane, others
+in 3D.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("agg", "pdf", "svg", "ps", "cairo"):
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _coordinate_labels(traj, model, which):
+    n = traj.q.shape[1] if which == "q" else traj.v.shape[1]
+    if model is None:
+        return [f"{which}[{i}]" for i in range(n)]
+    labels = [f"{which}[{i}]" for i in range(n)]
+    for b in range(model.nbodies):
+        s = model.q_slice(b) if which == "q" else model.v_slice(b)
+        for k, i in enumerate(range(s.start, s.stop)):
+            suffix = f".{k}" if s.stop - s.start > 1 else ""
+            labels[i] = f"{model.joint_names[b]}{suffix}"
+    return labels
+
+
+def plot_trajectory(traj, path=None, what=("q", "residuals", "energy"), title=None):
+    """Figure with one panel per entry of ``what`` (q, v, tau, residuals, energy)."""
+    plt = _pyplot()
+    allowed = ("q", "v", "tau", "residuals", "energy")
+    what = (what,) if isinstance(what, str) else tuple(what)
+    bad = [w for w in what if w not in allowed]
+    if bad or not what:
+        raise ValueError(f"unknown panels {bad}; choose among {', '.join(allowed)}")
+    model = traj.model
+    fig, axes = plt.subplots(len(what), 1, figsize=(8, 2.6 * len(what)), sharex=True, squeeze=False)
+    t = traj.t
+    for ax, w in zip(axes[:, 0], what, strict=True):
+        if w in ("q", "v"):
+            data = traj.q if w == "q" else traj.v
+            labels = _coordinate_labels(traj, model, w)
+            for i in range(data.shape[1]):
+                ax.plot(t, data[:, i], label=labels[i])
+            ax.set_ylabel("q (rad, m)" if w == "q" else "v (rad/s, m/s)")
+            if data.shape[1] <= 8:
+                ax.legend(fontsize=8, loc="best")
+        elif w == "tau":
+            cols = np.flatnonzero(np.any(traj.tau != 0.0, axis=0))
+            labels = _coordinate_labels(traj, model, "v")
+            for i in cols:
+                ax.plot(t, traj.tau[:, i], label=labels[i])
+            ax.set_ylabel("τ (N·m, N)")
+            if 0 < cols.size <= 8:
+                ax.legend(fontsize=8, loc="best")
+        elif w == "residuals":
+            floor = 1e-17
+            ax.semilogy(t, np.maximum(traj.residual_position, floor), label="max |Φ(q)|")
+            ax.semilogy(t, np.maximum(traj.residual_velocity, floor), label="max |J v|")
+            ax.set_ylabel("closure residual")
+            ax.legend(fontsize=8, loc="best")
+        else:
+            ax.plot(t, traj.energy_drift)
+            ax.set_ylabel("E(t) - E(0) (J)")
+            ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 2))
+        ax.grid(True, alpha=0.3)
+    axes[-1, 0].set_xlabel("t (s)")
+    if title is None:
+        title = (
+            f"{traj.model_name}: {traj.method}, {traj.integrator}, "
+            f"stabilization = {traj.stabilization}"
+        )
+    fig.suptitle(title)
+    fig.tight_layout()
+    if path is not None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+    return fig
+
+
+# ------------------------------------------------------------------ skeleton
+def skeleton(model):
+    """Local points per body (what to draw) and the ground points.
+
+    Returns (points, ground, closures): ``points[b]`` an (k, 3) array of points of
+    body b in its frame (segments are drawn from the body origin to each);
+    ``ground`` the world points of ground pivots; ``closures`` a list of
+    (body, local point) of closure frames B.
+    """
+    pts = [[] for _ in range(model.nbodies)]
+    ground = []
+    for c in range(model.nbodies):
+        p = model.parent[c]
+        x = np.array(model.jgeom[c, 3])
+        (pts[p] if p >= 0 else ground).append(x)
+    for k in range(len(model.frames)):
+        b = int(model.frame_body[k])
+        x = np.array(model.frame_X[k, 3])
+        (pts[b] if b >= 0 else ground).append(x)
+    closures = []
+    for k in range(model.nc):
+        for side in range(2):
+            b = int(model.cl_body[k, side])
+            x = np.array(model.cl_X[k, side, 3])
+            if b >= 0:
+                pts[b].append(x)
+        closures.append((int(model.cl_body[k, 1]), np.array(model.cl_X[k, 1, 3])))
+    out = []
+    for b in range(model.nbodies):
+        P = []
+        for x in pts[b]:
+            if np.linalg.norm(x) > 1e-9 and all(np.linalg.norm(x - y) > 1e-9 for y in P):
+                P.append(x)
+        if not P:
+            I6 = model.inertia[b]
+            com = np.array([I6[2, 4], I6[0, 5], I6[1, 3]]) / I6[3, 3]
+            P = [2.0 * com] if np.linalg.norm(com) > 1e-9 else []
+        out.append(np.array(P).reshape(-1, 3))
+    return out, np.array(ground).reshape(-1, 3), closures
+
+
+def _world(model, q, skel):
+    """World segments [(origin, point) ...], closure points, body origins at q."""
+    from loopdyn.kinematics import forward_kinematics
+
+    Xw = np.array(forward_kinematics(model, q).Xw)
+    pts, _, closures = skel
+    segs = []
+    origins = np.empty((model.nbodies, 3))
+    for b in range(model.nbodies):
+        R, o = Xw[b, :3], Xw[b, 3]
+        origins[b] = o
+        for x in pts[b]:
+            segs.append((o, R @ x + o))
+    cl = np.array([Xw[b, :3] @ x + Xw[b, 3] if b >= 0 else x for b, x in closures]).reshape(-1, 3)
+    return segs, cl, origins
+
+
+def _frame_times(t, fps, speed):
+    n = max(2, int(np.floor((t[-1] - t[0]) / speed * fps)) + 1)
+    return np.linspace(t[0], t[-1], n)
+
+
+def _interp_q(traj, tf):
+    q = np.empty((tf.size, traj.q.shape[1]))
+    for j in range(traj.q.shape[1]):
+        q[:, j] = np.interp(tf, traj.t, traj.q[:, j])
+    return q
+
+
+def animate_trajectory(traj, path, model=None, fps=30, speed=1.0, trace=None, dpi=80):
+    """Write ``path`` (.gif with Pillow, .mp4 with ffmpeg): the mechanism moving."""
+    from matplotlib import animation
+
+    plt = _pyplot()
+    model = traj.resolve_model(model)
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".gif", ".mp4"):
+        raise ValueError(f"animate writes .gif or .mp4 files, got {path.name!r}")
+    if suffix == ".mp4" and not animation.FFMpegWriter.isAvailable():
+        raise RuntimeError("writing .mp4 needs ffmpeg on the PATH; write a .gif instead")
+    if len(traj) < 2:
+        raise ValueError("animate needs a trajectory with at least two points")
+    if not speed > 0 or not fps > 0:
+        raise ValueError("fps and speed must be positive")
+    skel = skeleton(model)
+    tf = _frame_times(traj.t, fps, speed)
+    Qf = _interp_q(traj, tf)
+    frames = [_world(model, q, skel) for q in Qf]
+    trace_pts = None
+    if trace is not None:
+        from loopdyn.kinematics import frame_placement
+
+        trace_pts = np.array([frame_placement(model, q, trace)[1] for q in Qf])
+    allp = [skel[1]]
+    for segs, cl, org in frames:
+        allp += [np.array([p for s in segs for p in s]).reshape(-1, 3), cl, org]
+    allp = np.vstack([a for a in allp if a.size])
+    lo, hi = allp.min(axis=0), allp.max(axis=0)
+    span = max(float((hi - lo).max()), 1e-3)
+    lo, hi = lo - 0.08 * span, hi + 0.08 * span
+    # every axis at least a quarter of the largest span (flat mechanisms stay readable)
+    mid, half = 0.5 * (lo + hi), np.maximum(0.5 * (hi - lo), 0.125 * span)
+    lo, hi = mid - half, mid + half
+    planar = bool(getattr(model, "planar", False))
+
+    if planar:
+        fig, ax = plt.subplots(figsize=(5.5, 4.5))
+        ax.set_aspect("equal")
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+        ax.set_xlabel("x (m)")
+        ax.set_ylabel("y (m)")
+        ax.grid(True, alpha=0.3)
+        g = skel[1]
+        if g.size:
+            ax.plot(g[:, 0], g[:, 1], "k^", ms=10, zorder=1)
+        lines = [
+            ax.plot([], [], "-", lw=3, color=f"C{i % 10}")[0] for i in range(len(frames[0][0]))
+        ]
+        joints = ax.plot([], [], "ko", ms=4, zorder=3)[0]
+        loops = ax.plot([], [], "o", mfc="white", mec="k", ms=8, zorder=4)[0]
+        path_line = ax.plot([], [], ":", color="0.4", lw=1)[0]
+        label = ax.text(0.02, 0.95, "", transform=ax.transAxes)
+    else:
+        fig = plt.figure(figsize=(6, 5))
+        ax = fig.add_subplot(projection="3d")
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+        ax.set_zlim(lo[2], hi[2])
+        ax.set_box_aspect(tuple(hi - lo))
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
+        ax.set_zlabel("z")
+        g = skel[1]
+        if g.size:
+            ax.plot(g[:, 0], g[:, 1], g[:, 2], "k^", ms=6)
+        lines = [
+            ax.plot([], [], [], "-", lw=2.5, color=f"C{i % 10}")[0]
+            for i in range(len(frames[0][0]))
+        ]
+        joints = ax.plot([], [], [], "ko", ms=3)[0]
+        loops = ax.plot([], [], [], "o", mfc="white", mec="k", ms=6)[0]
+        path_line = ax.plot([], [], [], ":", color="0.4", lw=1)[0]
+        label = ax.text2D(0.02, 0.95, "", transform=ax.transAxes)
+    ax.set_title(f"{traj.model_name} ({traj.method}, {traj.stabilization})")
+
+    def update(k):
+        segs, cl, org = frames[k]
+        for line, (a, b) in zip(lines, segs, strict=True):
+            if planar:
+                line.set_data([a[0], b[0]], [a[1], b[1]])
+            else:
+                line.set_data_3d([a[0], b[0]], [a[1], b[1]], [a[2], b[2]])
+        if planar:
+            joints.set_data(org[:, 0], org[:, 1])
+            loops.set_data(cl[:, 0], cl[:, 1])
+            if trace_pts is not None:
+                path_line.set_data(trace_pts[: k + 1, 0], trace_pts[: k + 1, 1])
+        else:
+            joints.set_data_3d(org[:, 0], org[:, 1], org[:, 2])
+            loops.set_data_3d(cl[:, 0], cl[:, 1], cl[:, 2])
+            if trace_pts is not None:
+                p = trace_pts[: k + 1]
+                path_line.set_data_3d(p[:, 0], p[:, 1], p[:, 2])
+        label.set_text(f"t = {tf[k]:.2f} s")
+        return [*lines, joints, loops, path_line, label]
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".mp4":
+        anim = animation.FuncAnimation(fig, update, frames=len(frames), blit=False)
+        anim.save(str(path), writer=animation.FFMpegWriter(fps=fps, bitrate=1800), dpi=dpi)
+        plt.close(fig)
+        return path
+    # GIF: draw the static background once, then only the moving artists (blitting)
+    from PIL import Image
+
+    fig.set_dpi(dpi)
+    canvas = fig.canvas
+    artists = update(0)
+    for a in artists:
+        a.set_animated(True)
+    canvas.draw()
+    background = canvas.copy_from_bbox(fig.bbox)
+    images = []
+    for k in range(len(frames)):
+        canvas.restore_region(background)
+        for a in update(k):
+            a.axes.draw_artist(a)
+        canvas.blit(fig.bbox)
+        rgb = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba()).convert(
+            "RGB"
+        )
+        if not images:  # one palette for every frame: colours stay put
+            palette = rgb.quantize(colors=128, method=Image.Quantize.MEDIANCUT)
+        images.append(rgb.quantize(palette=palette, dither=Image.Dither.NONE))
+    images[0].save(
+        path, save_all=True, append_images=images[1:], duration=round(1000 / fps), loop=0
+    )
+    plt.close(fig)
+    return path
