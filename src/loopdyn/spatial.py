@@ -97,54 +97,108 @@ def force_to_parent_add(R, p, f, out):
     out[5] += g2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _rotate_block(I, ro, co, R, tmp, upper):
+    """tmp[ro:ro+3, co:co+3] = R M Rᵀ, M = I[ro:ro+3, co:co+3] (only r <= c if ``upper``).
+
+    Uses tmp[3:6, 0:3] as scratch for M Rᵀ, so the block must not be that one.
+    """
+    for k in range(3):
+        for c in range(3):
+            tmp[3 + k, c] = (
+                I[ro + k, co] * R[c, 0] + I[ro + k, co + 1] * R[c, 1] + I[ro + k, co + 2] * R[c, 2]
+            )
+    for r in range(3):
+        for c in range(r if upper else 0, 3):
+            tmp[ro + r, co + c] = R[r, 0] * tmp[3, c] + R[r, 1] * tmp[4, c] + R[r, 2] * tmp[5, c]
+
+
+@njit(cache=True, inline="always")
 def inertia_to_parent_add(R, p, I, out, tmp):
     """out += iXλᵀ I iXλ for a symmetric 6×6 inertia ``I`` in child coordinates.
 
     With blocks I = [[A, B], [Bᵀ, C]] rotated to λ's orientation (A' = R A Rᵀ, ...),
     the shift by p (P = [p]×) gives
     [[A' + P B'ᵀ - (B' + P C') P, B' + P C'], [B'ᵀ - C' P, C']].
-    ``tmp`` is a (6, 6) scratch array.
+    Only the upper triangles of the result's symmetric diagonal blocks are computed
+    (about half the work of the full product) and the result is added to ``out``
+    symmetrically, so ``out`` stays exactly symmetric.  ``tmp`` is a (6, 6) scratch.
     """
-    # tmp = blockdiag(R) I blockdiag(R)ᵀ, done as two 3-wide passes per block
-    for bi in range(2):
-        for bj in range(2):
-            for r in range(3):
-                for c in range(3):
-                    s = 0.0
-                    for k in range(3):
-                        rk = R[r, k]
-                        s += rk * (
-                            I[3 * bi + k, 3 * bj] * R[c, 0]
-                            + I[3 * bi + k, 3 * bj + 1] * R[c, 1]
-                            + I[3 * bi + k, 3 * bj + 2] * R[c, 2]
-                        )
-                    tmp[3 * bi + r, 3 * bj + c] = s
+    _rotate_block(I, 0, 0, R, tmp, True)
+    _rotate_block(I, 0, 3, R, tmp, False)
+    _rotate_block(I, 3, 3, R, tmp, True)
     px, py, pz = p[0], p[1], p[2]
-    # BP = B' + P C'  (top-right block), P X = p × column of X
+    # A' += P B'ᵀ: column c of B'ᵀ is row c of B' (upper triangle of A only)
     for c in range(3):
-        c0, c1, c2 = tmp[3, 3 + c], tmp[4, 3 + c], tmp[5, 3 + c]
+        b0, b1, b2 = tmp[c, 3], tmp[c, 4], tmp[c, 5]
+        tmp[0, c] += py * b2 - pz * b1
+        if c >= 1:
+            tmp[1, c] += pz * b0 - px * b2
+        if c >= 2:
+            tmp[2, c] += px * b1 - py * b0
+    # B'' = B' + P C' (C' symmetric, read from its upper triangle)
+    for c in range(3):
+        c0 = tmp[3, 3 + c]
+        c1 = tmp[4, 3 + c] if c >= 1 else tmp[3, 4]
+        c2 = tmp[5, 3 + c] if c >= 2 else tmp[3 + c, 5]
         tmp[0, 3 + c] += py * c2 - pz * c1
         tmp[1, 3 + c] += pz * c0 - px * c2
         tmp[2, 3 + c] += px * c1 - py * c0
-    # A'' = A' + P B'ᵀ - (B' + P C') P ; lower-left = (top-right)ᵀ by symmetry
-    for c in range(3):
-        b0, b1, b2 = tmp[3, c], tmp[4, c], tmp[5, c]  # column c of B'ᵀ
-        tmp[0, c] += py * b2 - pz * b1
-        tmp[1, c] += pz * b0 - px * b2
-        tmp[2, c] += px * b1 - py * b0
+    # A'' = A' + P B'ᵀ - B'' P (upper triangle): (row · P) = row @ [p]×
     for r in range(3):
         t0, t1, t2 = tmp[r, 3], tmp[r, 4], tmp[r, 5]
-        # row r of (B' + P C') times P: (row · P)[c] = (row × ... ) -> row @ [p]x
-        tmp[r, 0] -= t1 * pz - t2 * py
-        tmp[r, 1] -= t2 * px - t0 * pz
+        if r == 0:
+            tmp[0, 0] -= t1 * pz - t2 * py
+        if r <= 1:
+            tmp[r, 1] -= t2 * px - t0 * pz
         tmp[r, 2] -= t0 * py - t1 * px
-    for r in range(6):
-        for c in range(6):
-            if r >= 3 and c < 3:
-                out[r, c] += tmp[c, r]
-            else:
-                out[r, c] += tmp[r, c]
+    for r in range(3):
+        for c in range(3):
+            a = tmp[r, c] if r <= c else tmp[c, r]
+            out[r, c] += a
+            b = tmp[r, 3 + c]
+            out[r, 3 + c] += b
+            out[3 + c, r] += b
+            cc = tmp[3 + r, 3 + c] if r <= c else tmp[3 + c, 3 + r]
+            out[3 + r, 3 + c] += cc
+
+
+@njit(cache=True, inline="always")
+def motion_to_child_at(Xrel, i, m0, m1, m2, m3, m4, m5):
+    """iXλ m as a 6-tuple, for the pose ``Xrel[i]`` of body i in its parent."""
+    p0, p1, p2 = Xrel[i, 3, 0], Xrel[i, 3, 1], Xrel[i, 3, 2]
+    # v_λ + ω_λ × p
+    u0 = m3 + m1 * p2 - m2 * p1
+    u1 = m4 + m2 * p0 - m0 * p2
+    u2 = m5 + m0 * p1 - m1 * p0
+    return (
+        Xrel[i, 0, 0] * m0 + Xrel[i, 1, 0] * m1 + Xrel[i, 2, 0] * m2,
+        Xrel[i, 0, 1] * m0 + Xrel[i, 1, 1] * m1 + Xrel[i, 2, 1] * m2,
+        Xrel[i, 0, 2] * m0 + Xrel[i, 1, 2] * m1 + Xrel[i, 2, 2] * m2,
+        Xrel[i, 0, 0] * u0 + Xrel[i, 1, 0] * u1 + Xrel[i, 2, 0] * u2,
+        Xrel[i, 0, 1] * u0 + Xrel[i, 1, 1] * u1 + Xrel[i, 2, 1] * u2,
+        Xrel[i, 0, 2] * u0 + Xrel[i, 1, 2] * u1 + Xrel[i, 2, 2] * u2,
+    )
+
+
+@njit(cache=True, inline="always")
+def force_to_parent_at(Xrel, i, f0, f1, f2, f3, f4, f5):
+    """iXλᵀ f as a 6-tuple: a wrench on body i moved to its parent's origin and frame."""
+    n0 = Xrel[i, 0, 0] * f0 + Xrel[i, 0, 1] * f1 + Xrel[i, 0, 2] * f2
+    n1 = Xrel[i, 1, 0] * f0 + Xrel[i, 1, 1] * f1 + Xrel[i, 1, 2] * f2
+    n2 = Xrel[i, 2, 0] * f0 + Xrel[i, 2, 1] * f1 + Xrel[i, 2, 2] * f2
+    g0 = Xrel[i, 0, 0] * f3 + Xrel[i, 0, 1] * f4 + Xrel[i, 0, 2] * f5
+    g1 = Xrel[i, 1, 0] * f3 + Xrel[i, 1, 1] * f4 + Xrel[i, 1, 2] * f5
+    g2 = Xrel[i, 2, 0] * f3 + Xrel[i, 2, 1] * f4 + Xrel[i, 2, 2] * f5
+    p0, p1, p2 = Xrel[i, 3, 0], Xrel[i, 3, 1], Xrel[i, 3, 2]
+    return (
+        n0 + p1 * g2 - p2 * g1,
+        n1 + p2 * g0 - p0 * g2,
+        n2 + p0 * g1 - p1 * g0,
+        g0,
+        g1,
+        g2,
+    )
 
 
 @njit(cache=True, inline="always")
@@ -181,6 +235,31 @@ def mat6_vec(M, x, out):
             + M[r, 4] * x[4]
             + M[r, 5] * x[5]
         )
+
+
+@njit(cache=True, inline="always")
+def _row6(M, i, r, x0, x1, x2, x3, x4, x5):
+    return (
+        M[i, r, 0] * x0
+        + M[i, r, 1] * x1
+        + M[i, r, 2] * x2
+        + M[i, r, 3] * x3
+        + M[i, r, 4] * x4
+        + M[i, r, 5] * x5
+    )
+
+
+@njit(cache=True, inline="always")
+def mat6_vec_at(M, i, x0, x1, x2, x3, x4, x5):
+    """``M[i] @ x`` as a 6-tuple for an (n, 6, 6) array ``M`` (no view of ``M[i]``)."""
+    return (
+        _row6(M, i, 0, x0, x1, x2, x3, x4, x5),
+        _row6(M, i, 1, x0, x1, x2, x3, x4, x5),
+        _row6(M, i, 2, x0, x1, x2, x3, x4, x5),
+        _row6(M, i, 3, x0, x1, x2, x3, x4, x5),
+        _row6(M, i, 4, x0, x1, x2, x3, x4, x5),
+        _row6(M, i, 5, x0, x1, x2, x3, x4, x5),
+    )
 
 
 def skew(x):
