@@ -22,9 +22,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_tree import per_call_us  # noqa: E402
-
-import loopdyn as ld  # noqa: E402
+import loopdyn as ld
+from bench_tree import per_call_us
 
 
 def _state(model, seed=0):
@@ -66,20 +65,34 @@ def four_bar_table(repeat, min_time):
     _, J, gamma = ld.constraints(model, q, v)
     print(f"four_bar: |J q̈ - γ| of the reference = {np.abs(J @ exact - gamma).max():.1e}")
     scale = np.abs(exact).max()
-    rows = []
-    for method in ("augmented", "slm"):
-        t = per_call_us(lambda m=method: ld.forward_dynamics(model, q, v, tau, method=m), repeat, min_time)
-        err = np.abs(ld.forward_dynamics(model, q, v, tau, method=method).qdd - exact).max() / scale
-        rows.append((f"loopdyn {method}", t, err))
     ex, make = _pin(model)
-    call = make(q, v, tau)
-    t_pin = per_call_us(call, repeat, min_time)
-    rows.append(("pin.constraintDynamics", t_pin, np.abs(ex.v_from(call()) - exact).max() / scale))
-    for label, kw in (("default", {}), ("stiff solref", {"solref": (-1e6, -2e3)})):
-        mj = MujocoExport(model, **kw)
+    pin_call = make(q, v, tau)
+    mjs = [
+        MujocoExport(model),
+        MujocoExport(model, solref=(-1e6, -2e3), solimp=(0.9999, 0.9999, 0.001, 0.5, 2)),
+    ]
+    for mj in mjs:
         mj.data.qpos[:], mj.data.qvel[:], mj.data.qfrc_applied[:] = q, v, tau
-        t = per_call_us(lambda mj=mj: mujoco.mj_forward(mj.model, mj.data), repeat, min_time)
-        rows.append((f"mujoco.mj_forward ({label})", t, np.abs(mj.forward(q, v, tau) - exact).max() / scale))
+    fns = [
+        lambda m=m: ld.forward_dynamics(model, q, v, tau, method=m) for m in ("augmented", "slm")
+    ]
+    fns += [pin_call] + [lambda mj=mj: mujoco.mj_forward(mj.model, mj.data) for mj in mjs]
+    t = per_call_us(fns, repeat, min_time)  # timed in alternation
+    t_pin = t[2]
+    rows = [
+        (
+            f"loopdyn {m}",
+            t[k],
+            np.abs(ld.forward_dynamics(model, q, v, tau, method=m).qdd - exact).max() / scale,
+        )
+        for k, m in enumerate(("augmented", "slm"))
+    ]
+    rows.append(
+        ("pin.constraintDynamics", t_pin, np.abs(ex.v_from(pin_call()) - exact).max() / scale)
+    )
+    for k, label in enumerate(("default", "stiff solref/solimp")):
+        err = np.abs(mjs[k].forward(q, v, tau) - exact).max() / scale
+        rows.append((f"mujoco.mj_forward ({label})", t[3 + k], err))
     print(f"{'four_bar':<34}{'µs/call':>10}{'ratio to pin':>14}{'rel. error':>12}")
     for name, t, err in rows:
         print(f"{name:<34}{t:>10.2f}{t / t_pin:>14.2f}{err:>12.1e}")
@@ -87,32 +100,46 @@ def four_bar_table(repeat, min_time):
 
 
 def ladder_scaling(Ls, repeat, min_time):
-    print(f"{'spatial_ladder L':<18}{'n':>5}{'m':>5}{'augmented µs':>14}{'slm µs':>10}{'pin µs':>10}"
-          f"{'aug/pin':>9}{'slm/pin':>9}")  # fmt: skip
+    head = ("spatial_ladder L", "n", "m", "augmented µs", "slm µs", "pin µs", "aug/pin", "slm/pin")
+    widths = (18, 5, 5, 14, 10, 10, 9, 9)
+    print(
+        f"{head[0]:<18}" + "".join(f"{h:>{w}}" for h, w in zip(head[1:], widths[1:], strict=True))
+    )
     times = {"augmented": [], "slm": [], "pin": []}
     for L in Ls:
         model = ld.examples.spatial_ladder(L)
         q, v, tau = _state(model)
-        row = {}
-        for method in ("augmented", "slm"):
-            row[method] = per_call_us(
-                lambda m=method: ld.forward_dynamics(model, q, v, tau, method=m), repeat, min_time
-            )
         _, make = _pin(model)
-        row["pin"] = per_call_us(make(q, v, tau), repeat, min_time)
+        fns = [
+            lambda m=m, model=model, q=q, v=v, tau=tau: ld.forward_dynamics(
+                model, q, v, tau, method=m
+            )
+            for m in ("augmented", "slm")
+        ]
+        t = per_call_us([*fns, make(q, v, tau)], repeat, min_time)
+        row = dict(zip(("augmented", "slm", "pin"), t, strict=True))
         for k in times:
             times[k].append(row[k])
-        print(f"{L:<18}{model.nv:>5}{model.m:>5}{row['augmented']:>14.1f}{row['slm']:>10.1f}"
-              f"{row['pin']:>10.1f}{row['augmented'] / row['pin']:>9.2f}{row['slm'] / row['pin']:>9.2f}")  # fmt: skip
+        cells = (model.nv, model.m, *(f"{row[k]:.1f}" for k in times))
+        ratios = (f"{row['augmented'] / row['pin']:.2f}", f"{row['slm'] / row['pin']:.2f}")
+        print(
+            f"{L:<18}"
+            + "".join(f"{c:>{w}}" for c, w in zip((*cells, *ratios), widths[1:], strict=True))
+        )
     Ls = np.asarray(Ls, dtype=float)
     sel = Ls >= 8
     if sel.sum() >= 2:
-        slopes = {k: np.polyfit(np.log(Ls[sel]), np.log(np.asarray(t)[sel]), 1)[0] for k, t in times.items()}
+        slopes = {
+            k: np.polyfit(np.log(Ls[sel]), np.log(np.asarray(t)[sel]), 1)[0]
+            for k, t in times.items()
+        }
         print("log-log slope over L >= 8: " + ", ".join(f"{k} {s:.2f}" for k, s in slopes.items()))
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="fewer repeats, L up to 64")
     args = ap.parse_args(argv)
     repeat, min_time = (3, 0.05) if args.quick else (7, 0.2)

@@ -150,14 +150,13 @@ def difference(model, q0, q1):
             # invert V(ω): u = V⁻¹ dp
             th = np.linalg.norm(w)
             W = np.array([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
-            if th < 1e-6:
-                Vinv = np.eye(3) - 0.5 * W + W @ W / 12.0
+            # V⁻¹ = I - W/2 + c W², c = (1 - θ sin θ / (2 (1 - cos θ))) / θ²; the closed
+            # form cancels catastrophically for small θ, where its series is used
+            if th < 1e-2:
+                c = 1.0 / 12.0 + th**2 / 720.0 + th**4 / 30240.0
             else:
-                Vinv = (
-                    np.eye(3)
-                    - 0.5 * W
-                    + (1.0 / th**2) * (1.0 - th * np.sin(th) / (2.0 * (1.0 - np.cos(th)))) * W @ W
-                )
+                c = (1.0 - th * np.sin(th) / (2.0 * (1.0 - np.cos(th)))) / th**2
+            Vinv = np.eye(3) - 0.5 * W + c * (W @ W)
             out[iv : iv + 3] = w
             out[iv + 3 : iv + 6] = Vinv @ dp
         else:

@@ -120,6 +120,17 @@ def constraint_kernel(
     with_v = v.size > 0
     if with_v:
         bias_acceleration_kernel(topo, Xrel, vec6)
+    closure_terms(
+        topo, cl_body, cl_X, row_int, row_vec, Xw, S, vec6, cw, rw, with_v, want_J, Phi, J, gamma
+    )
+
+
+@njit(cache=True)
+def closure_terms(
+    topo, cl_body, cl_X, row_int, row_vec, Xw, S, vec6, cw, rw, with_v, want_J, Phi, J, gamma
+):
+    """Φ, J (if ``want_J``) and γ (if ``with_v``) from body poses, velocities and bias
+    accelerations already in the workspace (``fk_kernel`` + ``bias_acceleration_kernel``)."""
     nc = cl_body.shape[0]
     m = row_int.shape[0]
     # frame poses: R_A, p_A, R_B, p_B (world)

@@ -10,8 +10,15 @@ the oracle every other method is tested against.
 import numpy as np
 from numba import njit
 
+from loopdyn.arena import closure_views, method_views, model_views, tree_views
 from loopdyn.linalg import lu_inplace, lu_solve
-from loopdyn.methods.common import kernel_args, system_terms
+from loopdyn.methods.common import (
+    NONFINITE_INPUT,
+    NONFINITE_OUTPUT,
+    all_finite,
+    bound_kernel,
+    system_terms,
+)
 
 
 @njit(cache=True)
@@ -23,6 +30,8 @@ def augmented_kernel(
     """Fill ``qdd`` (nv) and ``lam`` (len(rows)); return the LU pivot ratio (0: singular)."""
     n = phi.shape[0]
     r = rows.shape[0]
+    if not (all_finite(q) and all_finite(v) and all_finite(tau)):
+        return NONFINITE_INPUT
     system_terms(
         topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, q, v, tau,
         Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, fext_none, Phi, J, gamma, M, phi, True,
@@ -48,13 +57,27 @@ def augmented_kernel(
         qdd[i] = rhs[i]
     for a in range(r):
         lam[a] = -rhs[n + a]
+    if not (all_finite(qdd) and all_finite(lam[:r])):
+        return NONFINITE_OUTPUT
     return ratio
 
 
+@njit(cache=True)
+def augmented_entry(mlay, mi, mf, dlay, df, piv, rows, q, v, tau, qdd, lam):
+    """``augmented_kernel`` on the packed model and data buffers (``loopdyn.arena``)."""
+    topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)
+    Xrel, Xw, S, vec6, mat6, tmp33 = tree_views(dlay, df)
+    cw, rw, zeros_nv, Phi, J, gamma, M, phi = closure_views(dlay, df)
+    K, rhs, _, _, _, _, _ = method_views(dlay, df)
+    return augmented_kernel(
+        topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
+        Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, zeros_nv[:0].reshape((0, 6)), Phi, J,
+        gamma, M, phi, K, rhs, piv, qdd, lam,
+    )  # fmt: skip
+
+
 def run(model, q, v, tau, rows, d):
-    """Runner for ``ld.forward_dynamics``: (q̈, λ on ``rows``, pivot ratio)."""
-    k, args = kernel_args(model, q, v, tau, rows, d)
+    """Runner for ``ld.forward_dynamics``: (q̈, λ on ``rows``, pivot ratio or status < 0)."""
     qdd = np.empty(model.nv)
     lam = np.empty(rows.shape[0])
-    ratio = augmented_kernel(*args, k.K, k.rhs, k.piv, qdd, lam)
-    return qdd, lam, ratio
+    return qdd, lam, bound_kernel("augmented", augmented_entry, model, d, rows)(q, v, tau, qdd, lam)

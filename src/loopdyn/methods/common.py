@@ -1,13 +1,12 @@
 """Shared pieces of the multiplier methods: system terms, workspaces, results."""
 
-from dataclasses import dataclass, field
-
 import numpy as np
-from numba import njit
+from numba import njit, typeof
 
-from loopdyn.constraints import constraint_kernel
-from loopdyn.tree.crba import crba_kernel
-from loopdyn.tree.rnea import rnea_kernel
+from loopdyn.constraints import bias_acceleration_kernel, closure_terms
+from loopdyn.kinematics import fk_kernel
+from loopdyn.tree.crba import crba_from_poses
+from loopdyn.tree.rnea import rnea_from_kinematics
 
 
 @njit(cache=True)
@@ -16,15 +15,17 @@ def system_terms(
     Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, fext_none, Phi, J, gamma, M, phi, want_M,
 ):  # fmt: skip
     """φ = τ - h(q, v) (eq. 10), J, γ = -J̇q̇, and M(q) if ``want_M``."""
-    rnea_kernel(topo, jgeom, inertia, gravity, q, v, zeros_nv, fext_none, Xrel, S, vec6, tmp33, phi)
+    # one kinematics pass (poses, S, velocities, c) shared by RNEA, closures and CRBA
+    fk_kernel(topo, jgeom, q, v, Xrel, Xw, S, vec6, tmp33)
+    rnea_from_kinematics(topo, inertia, gravity, zeros_nv, fext_none, Xrel, S, vec6, phi)
     for i in range(phi.shape[0]):
         phi[i] = tau[i] - phi[i]
-    constraint_kernel(
-        topo, jgeom, cl_body, cl_X, row_int, row_vec, q, v, Xrel, Xw, S, vec6, tmp33, cw, rw,
-        True, Phi, J, gamma,
-    )  # fmt: skip
+    bias_acceleration_kernel(topo, Xrel, vec6)  # overwrites RNEA's accelerations
+    closure_terms(
+        topo, cl_body, cl_X, row_int, row_vec, Xw, S, vec6, cw, rw, True, True, Phi, J, gamma
+    )
     if want_M:
-        crba_kernel(topo, jgeom, inertia, q, Xrel, S, vec6, mat6, tmp33, M)
+        crba_from_poses(topo, inertia, Xrel, S, vec6, mat6, M)
 
 
 @njit(cache=True)
@@ -61,6 +62,10 @@ def closure_body_wrenches(topo, Xw, cl_body, row_int, rw, cw, rows, lam, fext):
                 fext[b, 3 + c] += sg * (R[0, c] * fw0 + R[1, c] * fw1 + R[2, c] * fw2)
 
 
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+_NO_ROWS.setflags(write=False)
+
+
 class DynWork:
     """Workspace of the multiplier methods for one model."""
 
@@ -87,7 +92,6 @@ def dyn_work(model, data):
     return w
 
 
-@dataclass
 class ForwardDynamicsResult:
     """Result of ``ld.forward_dynamics``.
 
@@ -101,12 +105,73 @@ class ForwardDynamicsResult:
     ``condition``: a cheap estimate from the factorisation's pivots.
     """
 
-    qdd: np.ndarray
-    lam: np.ndarray | None
-    method: str
-    rank: int = 0
-    dropped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    condition: float = 1.0
+    __slots__ = ("condition", "dropped", "lam", "method", "qdd", "rank")
+
+    def __init__(self, qdd, lam, method, rank=0, dropped=_NO_ROWS, condition=1.0):
+        self.qdd = qdd
+        self.lam = lam
+        self.method = method
+        self.rank = rank
+        self.dropped = dropped
+        self.condition = condition
+
+    def __repr__(self):
+        return (
+            f"ForwardDynamicsResult(method={self.method!r}, qdd={self.qdd!r}, lam={self.lam!r}, "
+            f"rank={self.rank}, dropped={self.dropped!r}, condition={self.condition:.3g})"
+        )
+
+
+NONFINITE_INPUT = -3.0  # kernel status: q, v or tau holds NaN/inf
+NONFINITE_OUTPUT = -2.0  # kernel status: the result is not finite
+
+
+@njit(cache=True)
+def all_finite(x):
+    """True if every entry of the vector x is finite."""
+    for i in range(x.shape[0]):
+        if not np.isfinite(x[i]):
+            return False
+    return True
+
+
+class BoundKernel:
+    """A method's packed entry kernel with the model and workspace buffers bound.
+
+    The entry kernels take the model buffers, the data buffer, the row set and
+    the state (~12 arrays instead of ~30, see ``loopdyn.arena``).  After the
+    first call (compile or cache load through numba's dispatcher) the compiled
+    overload's entry point is called directly: every argument's dtype, ndim and
+    layout is fixed by the validation at the API edge.
+    """
+
+    __slots__ = ("call", "head", "kernel", "rows")
+
+    def __init__(self, kernel, model, d, rows):
+        self.kernel = kernel
+        self.rows = rows
+        self.head = (model.mlay, model.mi, model.mf, d.dlay, d.df, d.piv, rows)
+        self.call = None
+
+    def __call__(self, q, v, tau, qdd, lam):
+        if self.call is not None:
+            return self.call(*self.head, q, v, tau, qdd, lam)
+        args = (*self.head, q, v, tau, qdd, lam)
+        out = self.kernel(*args)
+        cres = self.kernel.overloads.get(tuple(typeof(a) for a in args))
+        self.call = cres.entry_point if cres is not None else self.kernel
+        return out
+
+
+def bound_kernel(name, kernel, model, d, rows):
+    """The cached :class:`BoundKernel` of method ``name`` for this data and row set."""
+    cache = getattr(d, "bound_kernels", None)
+    if cache is None:
+        cache = d.bound_kernels = {}
+    b = cache.get(name)
+    if b is None or b.rows is not rows:
+        b = cache[name] = BoundKernel(kernel, model, d, rows)
+    return b
 
 
 def kernel_args(model, q, v, tau, rows, d):

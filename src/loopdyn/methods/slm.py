@@ -13,8 +13,16 @@ systems").
 import numpy as np
 from numba import njit
 
+from loopdyn.arena import closure_views, method_views, model_views, tree_views
 from loopdyn.linalg import backward_subst_t, cholesky_inplace, cholesky_solve, forward_subst
-from loopdyn.methods.common import closure_body_wrenches, kernel_args, system_terms
+from loopdyn.methods.common import (
+    NONFINITE_INPUT,
+    NONFINITE_OUTPUT,
+    all_finite,
+    bound_kernel,
+    closure_body_wrenches,
+    system_terms,
+)
 from loopdyn.tree.aba import aba_kernel
 
 
@@ -27,12 +35,14 @@ def slm_kernel(
     """``lam`` (len(rows)) by eq. (12), ``qdd`` by ABA; returns Ĩ's pivot ratio (0: singular)."""
     n = phi.shape[0]
     r = rows.shape[0]
+    if not (all_finite(q) and all_finite(v) and all_finite(tau)):
+        return NONFINITE_INPUT
     system_terms(
         topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, q, v, tau,
         Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, fext_none, Phi, J, gamma, M, phi, True,
     )  # fmt: skip
     if cholesky_inplace(M, n) == 0.0:
-        return -1.0
+        return 0.0
     # Y = L⁻¹ Jᵀ (columns), x = M⁻¹ φ
     for a in range(r):
         ra = rows[a]
@@ -64,13 +74,27 @@ def slm_kernel(
     # q̈ by the O(n) tree algorithm with λ as external wrenches (eq. 11)
     closure_body_wrenches(topo, Xw, cl_body, row_int, rw, cw, rows, lam, fext)
     aba_kernel(topo, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6, tmp33, qdd)
+    if not (all_finite(qdd) and all_finite(lam[:r])):
+        return NONFINITE_OUTPUT
     return ratio
 
 
+@njit(cache=True)
+def slm_entry(mlay, mi, mf, dlay, df, piv, rows, q, v, tau, qdd, lam):
+    """``slm_kernel`` on the packed model and data buffers (``loopdyn.arena``)."""
+    topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)
+    Xrel, Xw, S, vec6, mat6, tmp33 = tree_views(dlay, df)
+    cw, rw, zeros_nv, Phi, J, gamma, M, phi = closure_views(dlay, df)
+    _, _, Y, Sm, x, fext, _ = method_views(dlay, df)
+    return slm_kernel(
+        topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
+        Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, zeros_nv[:0].reshape((0, 6)), Phi, J,
+        gamma, M, phi, Y, Sm, x, fext, qdd, lam,
+    )  # fmt: skip
+
+
 def run(model, q, v, tau, rows, d):
-    """Runner for ``ld.forward_dynamics``: (q̈, λ on ``rows``, pivot ratio)."""
-    k, args = kernel_args(model, q, v, tau, rows, d)
+    """Runner for ``ld.forward_dynamics``: (q̈, λ on ``rows``, pivot ratio or status < 0)."""
     qdd = np.empty(model.nv)
     lam = np.empty(rows.shape[0])
-    ratio = slm_kernel(*args, k.Y, k.Sm, k.x, k.fext, qdd, lam)
-    return qdd, lam, ratio
+    return qdd, lam, bound_kernel("slm", slm_entry, model, d, rows)(q, v, tau, qdd, lam)

@@ -187,6 +187,7 @@ class Model:
         self.frame_body = _readonly(fb)
         self.frame_X = _readonly(fX)
         self._init_closures(closures)
+        self._pack()
         self.q0 = _readonly(self.neutral())
         self.description = name
         self._data = None
@@ -222,6 +223,21 @@ class Model:
         self.cl_X = _readonly(cl_X)
         self.row_int = _readonly(row_int)
         self.row_vec = _readonly(row_vec)
+
+    def _pack(self):
+        """Move the kernels' arrays into two buffers (``mi``, ``mf``) described by ``mlay``."""
+        from loopdyn.arena import Arena, model_specs
+
+        ints, floats = model_specs(self.nbodies, self.nc, self.m)
+        ai, af = Arena(np.int64, ints), Arena(np.float64, floats)
+        for arena in (ai, af):
+            for name, view in arena.views.items():
+                view[...] = getattr(self, name)
+                view.setflags(write=False)
+                setattr(self, name, view)
+        self.mi, self.mf = _readonly(ai.buf), _readonly(af.buf)
+        lay = [self.nbodies, self.nc, self.m, *ai.offsets[:-1], *af.offsets[:-1]]
+        self.mlay = _readonly(np.array(lay, dtype=np.int64))
 
     def closure_index(self, name):
         """Index of closure ``name``; ModelError if unknown."""
@@ -343,20 +359,43 @@ class Data:
     - ``mat6`` (nb, 4, 6, 6): per-body 6×6 blocks: ``IA`` articulated/composite
       inertia, ``U`` = IA S, ``DINV`` = (Sᵀ IA S)⁻¹, scratch
     - ``tmp33`` (3, 3, 3): scratch for joint kinematics
+    - ``closure``: Φ, J, γ and their scratch (``loopdyn.constraints``); ``dyn``: the
+      multiplier methods' M, φ, KKT matrix, ... (``loopdyn.methods``)
+
+    All float arrays are views of one buffer ``df`` laid out by ``dlay``
+    (``loopdyn.arena``), so entry kernels take a handful of arguments.
     """
 
     V, A, C, F, U6, CJ, PJ, VJ, T1, T2 = range(10)
     IA, U, DINV, TM = range(4)
 
     def __init__(self, model):
+        from loopdyn.arena import Arena, data_specs
+
         nb = max(model.nbodies, 1)
-        self.Xrel = np.zeros((nb, 4, 3))
-        self.Xw = np.zeros((nb, 4, 3))
-        self.S = np.zeros((nb, 6, 6))
-        self.vec6 = np.zeros((nb, 10, 6))
-        self.mat6 = np.zeros((nb, 4, 6, 6))
-        self.tmp33 = np.zeros((3, 3, 3))
+        nc1, m1, m, nv = max(model.nc, 1), max(model.m, 1), model.m, model.nv
+        arena = Arena(np.float64, data_specs(nb, nc1, m1, m, nv))
+        v = arena.views
+        self.df = arena.buf  # every float workspace below is a view of this buffer
+        self.dlay = np.array([nb, nc1, m1, m, nv, *arena.offsets[:-1]], dtype=np.int64)
+        self.Xrel, self.Xw, self.S = v["Xrel"], v["Xw"], v["S"]
+        self.vec6, self.mat6, self.tmp33 = v["vec6"], v["mat6"], v["tmp33"]
         self.fext_zero = np.zeros((0, 6))
+        # closure kinematics (loopdyn.constraints) and multiplier methods (loopdyn.methods)
+        self.closure = _Workspace(cw=v["cw"], rw=v["rw"], Phi=v["Phi"], J=v["J"], gamma=v["gamma"])
+        self.piv = np.zeros(nv + m, dtype=np.int64)
+        self.dyn = _Workspace(
+            M=v["M"], phi=v["phi"], zeros_nv=v["zeros_nv"], K=v["K"], rhs=v["rhs"],
+            piv=self.piv, Y=v["Y"], Sm=v["Sm"], x=v["x"], lam=v["lam"], fext=v["fext"],
+            fext_none=self.fext_zero,
+        )  # fmt: skip
+
+
+class _Workspace:
+    """A named group of workspace arrays (attributes)."""
+
+    def __init__(self, **arrays):
+        self.__dict__.update(arrays)
 
 
 class ModelBuilder:

@@ -22,9 +22,16 @@ def crba_kernel(topo, jgeom, inertia, q, Xrel, S, vec6, mat6, tmp33, M):
     blocks are visited, so the cost is O(n·depth) and M's zeros are exact.
     ``mat6[:, 0]`` is left holding the composite inertias.
     """
+    for i in range(topo.shape[0]):
+        body_pose(i, topo, jgeom, q, Xrel, S, vec6, tmp33)
+    crba_from_poses(topo, inertia, Xrel, S, vec6, mat6, M)
+
+
+@njit(cache=True)
+def crba_from_poses(topo, inertia, Xrel, S, vec6, mat6, M):
+    """``crba_kernel`` when the poses ``Xrel`` and ``S`` are already in the workspace."""
     nb = topo.shape[0]
     for i in range(nb):
-        body_pose(i, topo, jgeom, q, Xrel, S, vec6, tmp33)
         for r in range(6):
             for c in range(6):
                 mat6[i, _IA, r, c] = inertia[i, r, c]
