@@ -12,8 +12,20 @@ CLOSED = {
     "slider_crank": dict(),
     "planar_ladder": dict(L=4),
     "spatial_ladder": dict(L=3),
+    "carpet_scraper": dict(),
+    "three_rrr": dict(),
+    "excavator": dict(),
 }
-DOF = {"four_bar": 1, "five_bar": 2, "slider_crank": 1, "planar_ladder": 1, "spatial_ladder": 2}
+DOF = {
+    "four_bar": 1,
+    "five_bar": 2,
+    "slider_crank": 1,
+    "planar_ladder": 1,
+    "spatial_ladder": 2,
+    "carpet_scraper": 1,
+    "three_rrr": 3,
+    "excavator": 3,
+}
 
 
 @cache

@@ -5,7 +5,7 @@
 >>> qdd = ld.aba(model, model.q0, np.zeros(model.nv), np.zeros(model.nv))
 """
 
-from loopdyn import examples, interop
+from loopdyn import examples, interop, topology
 from loopdyn.assembly import assemble, complete_velocity, partition
 from loopdyn.configuration import difference, integrate
 from loopdyn.constraints import (
@@ -28,6 +28,7 @@ from loopdyn.errors import (
 )
 from loopdyn.inverse import inverse_dynamics
 from loopdyn.kinematics import forward_kinematics, frame_jacobian, frame_placement
+from loopdyn.methods.sslm import GICM, gicm
 from loopdyn.model import (
     GROUND,
     Data,
@@ -47,6 +48,7 @@ from loopdyn.tree import aba, crba, nonlinear_effects, rnea
 __version__ = "0.1.0"
 
 __all__ = [
+    "GICM",
     "GROUND",
     "ActuationError",
     "AssemblyError",
@@ -82,6 +84,7 @@ __all__ = [
     "forward_kinematics",
     "frame_jacobian",
     "frame_placement",
+    "gicm",
     "integrate",
     "interop",
     "inverse_dynamics",
@@ -91,5 +94,6 @@ __all__ = [
     "potential_energy",
     "rnea",
     "simulate",
+    "topology",
     "total_energy",
 ]

@@ -11,8 +11,8 @@ import numpy as np
 
 from loopdyn.constraints import closure_work, constraint_rank
 from loopdyn.errors import SingularityError
-from loopdyn.methods import augmented, slm
-from loopdyn.methods.common import ForwardDynamicsResult
+from loopdyn.methods import augmented, slm, sslm
+from loopdyn.methods.common import NONFINITE_INPUT, NONFINITE_OUTPUT, ForwardDynamicsResult
 from loopdyn.tree import aba
 from loopdyn.validation import configuration, vector
 
@@ -21,6 +21,7 @@ from loopdyn.validation import configuration, vector
 RUNNERS = {
     "augmented": augmented.run,
     "slm": slm.run,
+    "sslm": sslm.run,
 }
 METHODS = tuple(RUNNERS)
 
@@ -42,20 +43,25 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
     and ``condition``.  Raises :class:`SingularityError` if M or J M⁻¹ Jᵀ is
     singular even after re-detecting the independent closure rows at ``q``.
     """
-    if method not in RUNNERS:
+    runner = RUNNERS.get(method)
+    if runner is None:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
     d = model.data if data is None else data
+    nv = model.nv
     q = configuration(model, q)
-    v = vector(v, model.nv, "v", model)
-    tau = d.dyn.zeros_nv if tau is None and hasattr(d, "dyn") else tau
-    tau = np.zeros(model.nv) if tau is None else vector(tau, model.nv, "tau", model)
+    v = vector(v, nv, "v", model)
+    tau = np.zeros(nv) if tau is None else vector(tau, nv, "tau", model)
     if model.m == 0:
         return ForwardDynamicsResult(aba(model, q, v, tau, data=d), None, method, 0)
-    closure_work(model, d)
-    info = _rank(model, q, d)
+    info = getattr(d, "rank_info", None)
+    if info is None:
+        closure_work(model, d)
+        info = _rank(model, q, d)
     for attempt in range(2):
-        qdd, lam, ratio = RUNNERS[method](model, q, v, tau, info.independent, d)
-        ok = ratio > 0.0 and np.all(np.isfinite(qdd))
+        qdd, lam, ratio = runner(model, q, v, tau, info.independent, d)
+        if ratio == NONFINITE_INPUT:
+            raise ValueError(f"{model.name}: q, v or tau holds NaN or inf")
+        ok = ratio > 0.0
         if ok and info.dropped.size:
             w = d.closure
             Jd = w.J[info.dropped]
@@ -66,18 +72,17 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
         if attempt == 0:
             info = _rank(model, q, d, refresh=True)
     else:
+        what = "produced non-finite values" if ratio == NONFINITE_OUTPUT else "is singular"
         raise SingularityError(
-            f"{model.name}: the {method} solve is singular at this configuration "
+            f"{model.name}: the {method} solve {what} at this configuration "
             f"(pivot ratio {ratio:.3g}, rank of J {info.rank} of {model.m} rows); the closures "
             "lose independence here (a singular configuration of the mechanism)"
         )
     if info.dropped.size:
+        # minimum-norm multipliers over all rows with the same generalized force Jᵀλ
         J = d.closure.J
-        lam_full = np.linalg.lstsq(J.T, J[info.independent].T @ lam, rcond=None)[0]
-    elif lam.shape[0] == model.m:
-        lam_full = lam
-    cond = 1.0 / ratio if ratio > 0 else np.inf
-    return ForwardDynamicsResult(qdd, lam_full, method, info.rank, info.dropped, cond)
+        lam = np.linalg.lstsq(J.T, J[info.independent].T @ lam, rcond=None)[0]
+    return ForwardDynamicsResult(qdd, lam, method, info.rank, info.dropped, 1.0 / ratio)
 
 
 def closure_wrenches(model, q, lam, data=None):

@@ -1,6 +1,7 @@
 """The mechanism catalog: ``ld.examples.names()`` and ``ld.examples.get(name, **kw)``."""
 
 from loopdyn.examples.ladders import spatial_ladder, spatial_ladder_tree
+from loopdyn.examples.paper_mechanisms import carpet_scraper, excavator, three_rrr
 from loopdyn.examples.planar import five_bar, four_bar, planar_ladder, slider_crank
 from loopdyn.examples.shapes import box, rod
 from loopdyn.examples.trees import random_tree, serial_arm
@@ -14,6 +15,9 @@ _CATALOG = {
     "serial_arm": serial_arm,
     "random_tree": random_tree,
     "spatial_ladder_tree": spatial_ladder_tree,
+    "carpet_scraper": carpet_scraper,
+    "three_rrr": three_rrr,
+    "excavator": excavator,
 }
 
 
@@ -37,6 +41,8 @@ def get(name, **kwargs):
 
 __all__ = [
     "box",
+    "carpet_scraper",
+    "excavator",
     "five_bar",
     "four_bar",
     "get",
@@ -48,4 +54,5 @@ __all__ = [
     "slider_crank",
     "spatial_ladder",
     "spatial_ladder_tree",
+    "three_rrr",
 ]

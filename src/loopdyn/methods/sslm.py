@@ -1,0 +1,1364 @@
+"""Subsystem-level Lagrange multipliers (SSLM), eqs. (13)–(46) of the reduced-order paper.
+
+The spanning forest is cut into v subsystems (the trees hanging from the ground,
+``loopdyn.topology``) and u loops (the closures).  With the subsystem GIMs
+I_j, the J blocks J_{i,j} (O unless loop i meets subsystem j) and φ_j = τ_j - h_j:
+
+    q̈_j = I_j⁻¹ (φ_j + J_jᵀ λ) = φ̂_j + Î_jᵀ λ                      (19)–(21)
+    𝓘 λ = Ψ̄,   𝓘_{r,s} = Σ_j J_{r,j} I_j⁻¹ J_{s,j}ᵀ,
+                Ψ̄_i = Ψ_i - Σ_j J_{i,j} φ̂_j,   Ψ = γ = -J̇q̇             (23)–(25)
+
+Only subsystem-level factorisations are used, never the system-level inverse:
+I_j = L_jᵀ D_j L_j, factored from the leaves with the sparsity of the
+subsystem's tree (no fill); with Y_{i,j} = J_{i,j} L_j⁻¹ and z_j = D_j⁻¹ L_j⁻ᵀ φ_j,
+𝓘^{rs}_j = Y_{r,j} D_j⁻¹ Y_{s,j}ᵀ and J_{i,j} φ̂_j = Y_{i,j} z_j, products formed
+only over the coordinates on the cut bodies' paths to the root.  The GICM 𝓘 is
+assembled only on its non-vanishing blocks (loops sharing a subsystem) and
+solved by block Gaussian elimination (block LDLᵀ) in a minimum-degree order of
+the loop graph — for a chain of loops, end to end as in eqs. (34)–(36) and
+(45)–(46) — with closed-form inverses of the 1×1, 2×2 and 3×3 pivot blocks.
+Then λ acts as external wrenches on the cut bodies and each subsystem's q̈_j
+comes from the articulated-body algorithm (the forest's ABA runs the subsystems
+one after the other): the subsystems are independent at that stage
+(``subsystem_accelerations(..., parallel=True)`` runs them in parallel threads).
+``lambda_stage`` isolates the λ computation of SLM and SSLM for timing.
+
+Everything symbolic (subsystem ranges, block pattern, elimination order, fill)
+is computed once per (model, independent rows) in Python (``SSLMPlan``) and
+packed into one int64 array; the per-call work is one compiled kernel over
+preallocated buffers (``SSLMWork``, kept on the ``Data`` object).
+"""
+
+import numpy as np
+from numba import njit, prange, typeof
+
+from loopdyn.arena import closure_views, method_views, model_views, tree_views
+from loopdyn.constraints import bias_acceleration_kernel, closure_terms, closure_work
+from loopdyn.errors import SingularityError
+from loopdyn.kinematics import fk_kernel
+from loopdyn.linalg import backward_subst_t, cholesky_inplace, cholesky_solve, forward_subst
+from loopdyn.methods.common import (
+    NONFINITE_INPUT,
+    NONFINITE_OUTPUT,
+    all_finite,
+    closure_body_wrenches,
+)
+from loopdyn.spatial import inertia_to_parent_add
+from loopdyn.topology import elimination_order, topology
+from loopdyn.tree.aba import aba_kernel
+from loopdyn.tree.rnea import rnea_from_kinematics
+
+# ------------------------------------------------------------------ the plan
+# header of the packed int64 plan: counts, then section offsets
+_NS, _NL, _NE, _NBLK, _NT, _NNB, _NUP, _NR, _NB = range(9)
+_SECTIONS = (
+    "sub", "topo", "lp", "lrow", "lout", "side", "pr", "bk", "tm", "nbp", "nbl", "upp", "upl",
+    "dpar", "sup", "ix", "pd", "td", "kd", "nd", "ud",
+)  # fmt: skip
+# float workspace sections (offsets stored in the plan header too)
+_FSECTIONS = ("phi", "zeros", "I", "Y", "z", "G", "W", "psi", "lam", "dinv")
+_SEC0 = 9  # then the boundaries of the int sections
+_FSEC0 = _SEC0 + len(_SECTIONS) + 1  # then the boundaries of the float sections
+_HDR = _FSEC0 + len(_FSECTIONS) + 1
+
+
+class SSLMPlan:
+    """Symbolic structure of SSLM for one model and one set of independent rows.
+
+    Loops are renumbered by their position in the elimination order (``order``:
+    position -> closure index).  Packed into ``ip`` (int64) with sections:
+
+    - ``sub`` (ns, 7): body range b0, b1, first q, first v, n_j, offset of I_j
+      (n_j × n_j, row-major) in the I buffer, nq_j
+    - ``topo`` (nb, 6): ``model.topo`` with parents, q and v offsets made local to
+      each subsystem (so the tree kernels run on one subsystem's slices)
+    - ``lp`` (nl, 6): closure index, p (rows), first internal row, diagonal block,
+      first incidence pair, number of pairs (1 or 2)
+    - ``lrow`` / ``lout`` (r,): global row and position in ``rows`` of each internal row
+    - ``side`` (nl, 2, 2): body and incidence pair of the closure's sides a (0) and b (1)
+    - ``pr`` (ne, 5): loop, subsystem, offset of Y_{i,j} (p × n_j) in the Y buffer,
+      offset and length of its support in ``sup``
+    - ``bk`` (nblk, 3): row loop, column loop (row >= column), offset in G and W
+    - ``tm`` (nt, 5): GICM term: block, pair of the row loop, pair of the column
+      loop, offset and length of the common support in ``ix``
+    - ``nbp``/``nbl``: per loop k, the blocks (a, k), a > k, of the filled pattern
+    - ``upp``/``upl``: per loop k, the Schur updates (target, (a, k), (b, k))
+    - ``dpar`` (nv,): parent of each coordinate within its subsystem (-1: root),
+      the sparsity of I_j's LᵀL factor (RBDA Sec. 6.5: no fill on a tree)
+    - ``sup``: the support of each Y_{i,j} (local coordinates on the paths of the
+      cut bodies to the root, ascending; J_{i,j} L_j⁻¹ keeps it); ``ix``: the
+      common support of the two pairs of each GICM term
+    - ``pd``, ``td``, ``kd``, ``nd``, ``ud``: the same, flattened for the kernels
+      (every offset an operation needs in one row: no chains of dependent loads):
+      pairs (p, n_j, v0, I offset, Y offset, support offset, support length),
+      terms (G offset, p_r, p_s, n_j, Y_r offset, Y_s offset, v0, common support
+      offset and length, diagonal?, first row of loop r), loops (p, first row,
+      pivot block offset, neighbour range, update range), neighbours ((a, k)
+      block offset, p_a, first row of a), updates (target, (a, k), (b, k) block
+      offsets, p_a, p_b)
+    """
+
+    def __init__(self, model, rows):
+        topo = topology(model)
+        rows = np.asarray(rows, dtype=np.int64)
+        self.rows = rows
+        ns = len(topo.subsystems)
+        nb = model.nbodies
+        # subsystems: contiguous body and coordinate ranges
+        sub = np.zeros((ns, 7), dtype=np.int64)
+        tloc = np.array(model.topo, dtype=np.int64)
+        ioff = 0
+        for j, s in enumerate(topo.subsystems):
+            b0, b1 = s.bodies[0], s.bodies[-1] + 1
+            n = s.nv
+            sub[j] = (
+                b0,
+                b1,
+                s.q_slice.start,
+                s.v_slice.start,
+                n,
+                ioff,
+                s.q_slice.stop - s.q_slice.start,
+            )
+            ioff += n * n
+            for i in range(b0, b1):
+                if tloc[i, 0] >= 0:
+                    tloc[i, 0] -= b0
+                tloc[i, 2] -= s.q_slice.start
+                tloc[i, 3] -= s.v_slice.start
+        # coordinate parents within each subsystem (the tree sparsity of I_j)
+        dpar = np.full(model.nv, -1, dtype=np.int64)
+        last = np.full(nb, -1, dtype=np.int64)  # local index of each body's last coordinate
+        for s in topo.subsystems:
+            v0 = s.v_slice.start
+            for i in s.bodies:
+                lam = model.parent[i]
+                up = last[lam] if lam >= 0 else -1
+                iv, nvj = int(model.topo[i, 3]) - v0, int(model.topo[i, 5])
+                for k in range(nvj):
+                    dpar[v0 + iv + k] = iv + k - 1 if k else up
+                last[i] = iv + nvj - 1 if nvj else up
+
+        def path_support(b, j):
+            v0 = topo.subsystems[j].v_slice.start
+            out = set()
+            while b >= 0:
+                iv = int(model.topo[b, 3]) - v0
+                out.update(range(iv, iv + int(model.topo[b, 5])))
+                b = model.parent[b]
+            return out
+
+        # loops: the closures with at least one independent row
+        pos_of_row = {int(r): t for t, r in enumerate(rows)}
+        sel = {}
+        for k in range(model.nc):
+            rr = [r for r in range(model.closure_rows[k].start, model.closure_rows[k].stop)
+                  if r in pos_of_row]  # fmt: skip
+            if rr:
+                sel[k] = rr
+        closures = sorted(sel)
+        g = topo.loop_graph().subgraph(closures).copy()
+        sizes = {k: len(sel[k]) for k in closures}
+        order, fill = elimination_order(g, sizes)
+        self.order = tuple(order)
+        self.fill = tuple(fill)
+        pos = {k: x for x, k in enumerate(order)}
+        nl = len(order)
+        lp = np.zeros((nl, 6), dtype=np.int64)
+        lrow, lout = [], []
+        pr, side, supports = [], np.full((nl, 2, 2), -1, dtype=np.int64), []
+        yoff = 0
+        for x, k in enumerate(order):
+            lp[x, 0], lp[x, 1], lp[x, 2] = k, len(sel[k]), len(lrow)
+            lrow.extend(sel[k])
+            lout.extend(pos_of_row[r] for r in sel[k])
+            lp[x, 4] = len(pr)
+            loop = topo.loops[k]
+            pair_of = {}
+            for j in loop.subsystems:
+                pair_of[j] = len(pr)
+                supp = set()
+                for b in (loop.body_a, loop.body_b):
+                    if b >= 0 and topo.subsystem_of_body[b] == j:
+                        supp |= path_support(b, j)
+                supports.append(sorted(supp))
+                pr.append((x, j, yoff, 0, len(supp)))
+                yoff += len(sel[k]) * sub[j, 4]
+            lp[x, 5] = len(loop.subsystems)
+            for sd, b in enumerate((loop.body_a, loop.body_b)):
+                if b >= 0:
+                    side[x, sd] = (b, pair_of[int(topo.subsystem_of_body[b])])
+        pr = np.array(pr, dtype=np.int64).reshape(-1, 5)
+        sup = []
+        for e, lst in enumerate(supports):
+            pr[e, 3] = len(sup)
+            sup.extend(lst)
+        # GICM blocks: lower triangle (row position >= column position) of the filled pattern
+        edges = {(max(pos[a], pos[b]), min(pos[a], pos[b])) for a, b in g.edges}
+        filled = edges | {(max(pos[a], pos[b]), min(pos[a], pos[b])) for a, b in fill}
+        blocks = sorted(filled | {(x, x) for x in range(nl)}, key=lambda t: (t[1], t[0]))
+        bidx = {}
+        bk = np.zeros((len(blocks), 3), dtype=np.int64)
+        goff = 0
+        for b, (ra, ca) in enumerate(blocks):
+            bidx[(ra, ca)] = b
+            bk[b] = (ra, ca, goff)
+            goff += lp[ra, 1] * lp[ca, 1]
+        for x in range(nl):
+            lp[x, 3] = bidx[(x, x)]
+        # terms of eq. (25): one per subsystem shared by the row and the column loop
+        tm, ix = [], []
+        for (ra, ca), b in sorted(bidx.items(), key=lambda t: t[1]):
+            for er in range(lp[ra, 4], lp[ra, 4] + lp[ra, 5]):
+                for ec in range(lp[ca, 4], lp[ca, 4] + lp[ca, 5]):
+                    if pr[er, 1] == pr[ec, 1]:
+                        common = sorted(set(supports[er]) & set(supports[ec]))
+                        tm.append((b, er, ec, len(ix), len(common)))
+                        ix.extend(common)
+        # elimination: neighbours (a, k), a > k, and Schur updates, in the filled pattern
+        nbp, nbl, upp, upl = [0], [], [0], []
+        for x in range(nl):
+            nbrs = sorted(a for (a, c) in filled if c == x)
+            nbl.extend((bidx[(a, x)], a) for a in nbrs)
+            nbp.append(len(nbl))
+            for ia, a in enumerate(nbrs):
+                for b in nbrs[: ia + 1]:
+                    upl.append((bidx[(a, b)], bidx[(a, x)], bidx[(b, x)]))
+            upp.append(len(upl))
+        self.nloops, self.nsub = nl, ns
+        self.blocks = blocks
+        self.block_index = bidx
+        self.terms = tm
+        self.sizes = dict(I=ioff, Y=yoff, G=goff, r=len(lrow))
+        parts = {
+            "sub": sub, "topo": tloc, "lp": lp, "lrow": np.array(lrow, np.int64),
+            "lout": np.array(lout, np.int64), "side": side, "pr": pr, "bk": bk,
+            "tm": np.array(tm, np.int64).reshape(-1, 5), "nbp": np.array(nbp, np.int64),
+            "nbl": np.array(nbl, np.int64).reshape(-1, 2), "upp": np.array(upp, np.int64),
+            "upl": np.array(upl, np.int64).reshape(-1, 3), "dpar": dpar,
+            "sup": np.array(sup, np.int64), "ix": np.array(ix, np.int64),
+        }  # fmt: skip
+        # flattened descriptors for the kernels
+        tm_a = np.array(tm, np.int64).reshape(-1, 5)
+        pd = np.array(
+            [(lp[pr[e, 0], 1], sub[pr[e, 1], 4], sub[pr[e, 1], 3], sub[pr[e, 1], 5], pr[e, 2],
+              pr[e, 3], pr[e, 4]) for e in range(len(pr))], np.int64,
+        ).reshape(-1, 7)  # fmt: skip
+        td = np.array(
+            [(bk[b, 2], lp[bk[b, 0], 1], lp[bk[b, 1], 1], sub[pr[er, 1], 4], pr[er, 2], pr[ec, 2],
+              sub[pr[er, 1], 3], xo, xl, int(bk[b, 0] == bk[b, 1]), lp[bk[b, 0], 2])
+             for b, er, ec, xo, xl in tm_a], np.int64,
+        ).reshape(-1, 11)  # fmt: skip
+        kd = np.array(
+            [(lp[x, 1], lp[x, 2], bk[lp[x, 3], 2], nbp[x], nbp[x + 1], upp[x], upp[x + 1])
+             for x in range(nl)], np.int64,
+        ).reshape(-1, 7)  # fmt: skip
+        nd = np.array([(bk[b, 2], lp[a, 1], lp[a, 2]) for b, a in nbl], np.int64).reshape(-1, 3)
+        ud = np.array(
+            [(bk[tg, 2], bk[sa, 2], bk[sb, 2], lp[bk[sa, 0], 1], lp[bk[sb, 0], 1])
+             for tg, sa, sb in upl], np.int64,
+        ).reshape(-1, 5)  # fmt: skip
+        parts.update(pd=pd, td=td, kd=kd, nd=nd, ud=ud)
+        head = [ns, nl, len(pr), len(blocks), len(tm), len(nbl), len(upl), len(lrow), nb]
+        bounds, o = [], _HDR
+        for name in _SECTIONS:
+            bounds.append(o)
+            o += parts[name].size
+        bounds.append(o)
+        nv, r = model.nv, len(lrow)
+        fsz = dict(phi=nv, zeros=nv, I=ioff, Y=yoff, z=nv, G=goff, W=goff, psi=r, lam=r, dinv=nv)
+        fb, fo = [], 0
+        for name in _FSECTIONS:
+            fb.append(fo)
+            fo += fsz[name]
+        fb.append(fo)
+        ip = np.zeros(o, dtype=np.int64)
+        ip[:9] = head
+        ip[_SEC0:_FSEC0] = bounds
+        ip[_FSEC0:_HDR] = fb
+        for k, name in enumerate(_SECTIONS):
+            ip[bounds[k] : bounds[k + 1]] = parts[name].reshape(-1)
+        self.ip = ip
+        self.parts = parts
+        # read-only like ``model.topo``: the tree kernels then run on the same types
+        # (and the same compiled code) for one subsystem's slices as for the whole forest
+        sub.setflags(write=False)
+        tloc.setflags(write=False)
+        self.sub, self.tloc = sub, tloc
+        self.foff = {n: (fb[k], fb[k + 1]) for k, n in enumerate(_FSECTIONS)}
+        self.fsize = fo
+
+
+class SSLMWork:
+    """Preallocated buffers of SSLM for one model (on ``data.sslm``), one plan per row set."""
+
+    def __init__(self, model):
+        self.plans = {}
+        self.last_rows = self.last_plan = None
+        self.fext = np.zeros((max(model.nbodies, 1), 6))
+        self.fext_none = np.zeros((0, 6))
+
+    def plan(self, model, rows):
+        key = rows.tobytes()
+        p = self.plans.get(key)
+        if p is None:
+            p = SSLMPlan(model, rows)
+            p.fw = np.zeros(max(p.fsize, 1))
+            p.bound = None
+            p.tmp33s = np.zeros((max(p.nsub, 1), 3, 3, 3))
+            self.plans[key] = p
+        return p
+
+
+def sslm_work(model, data):
+    w = getattr(data, "sslm", None)
+    if w is None:
+        w = data.sslm = SSLMWork(model)
+    return w
+
+
+# ------------------------------------------------------------------ kernels
+# The kernels index the packed plan ``ip`` and the float workspace ``fw`` directly
+# (offset arithmetic, no views: a view costs reference-count updates, which at
+# these sizes would cost as much as the arithmetic).
+_SUB, _TOPO, _LP, _LROW, _LOUT, _SIDE, _PR, _BK, _TM, _NBP, _NBL, _UPP, _UPL = range(13)
+_DPAR, _SUP, _IX, _PD, _TD, _KD, _ND, _UD = range(13, 21)
+_PHI, _ZEROS, _I, _Y, _Z, _G, _W, _PSI, _LAM, _DINV = range(10)
+
+
+@njit(cache=True, inline="always")
+def _o(ip, s):
+    """Start of int section s in ``ip``."""
+    return ip[_SEC0 + s]
+
+
+@njit(cache=True, inline="always")
+def _f(ip, s):
+    """Start of float section s in ``fw``."""
+    return ip[_FSEC0 + s]
+
+
+@njit(cache=True)
+def jacobian_blocks(topo, Xw, S, cw, rw, row_int, ip, fw):
+    """The non-vanishing blocks J_{i,j} (eq. 16), row-major p_i × n_j, into fw's Y section.
+
+    Same rows as ``constraints.constraint_kernel`` (world vectors ``rw``, B's origin
+    ``cw[k, 7]``; requires its kinematics), but written per (loop, subsystem) and
+    only for the joints on the paths of the cut bodies to their subsystem roots.
+    """
+    osub, olp, olrow, oside, opr = (
+        _o(ip, _SUB),
+        _o(ip, _LP),
+        _o(ip, _LROW),
+        _o(ip, _SIDE),
+        _o(ip, _PR),
+    )
+    fy = _f(ip, _Y)
+    for x in range(ip[_NL]):
+        c, p, t0, e0, ne = (
+            ip[olp + 6 * x],
+            ip[olp + 6 * x + 1],
+            ip[olp + 6 * x + 2],
+            ip[olp + 6 * x + 4],
+            ip[olp + 6 * x + 5],
+        )
+        for e in range(e0, e0 + ne):
+            off = fy + ip[opr + 5 * e + 2]
+            for y in range(p * ip[osub + 7 * ip[opr + 5 * e + 1] + 4]):
+                fw[off + y] = 0.0
+        P0, P1, P2 = cw[c, 7, 0], cw[c, 7, 1], cw[c, 7, 2]
+        for sd in range(2):
+            b = ip[oside + 4 * x + 2 * sd]
+            if b < 0:
+                continue
+            e = ip[oside + 4 * x + 2 * sd + 1]
+            sign = 1.0 if sd == 1 else -1.0
+            j = ip[opr + 5 * e + 1]
+            n, v0 = ip[osub + 7 * j + 4], ip[osub + 7 * j + 3]
+            off = fy + ip[opr + 5 * e + 2]
+            i = b
+            while i >= 0:
+                d0, d1, d2 = P0 - Xw[i, 3, 0], P1 - Xw[i, 3, 1], P2 - Xw[i, 3, 2]
+                for kk in range(topo[i, 5]):
+                    s0, s1, s2 = S[i, 0, kk], S[i, 1, kk], S[i, 2, kk]
+                    s3, s4, s5 = S[i, 3, kk], S[i, 4, kk], S[i, 5, kk]
+                    w0 = Xw[i, 0, 0] * s0 + Xw[i, 0, 1] * s1 + Xw[i, 0, 2] * s2
+                    w1 = Xw[i, 1, 0] * s0 + Xw[i, 1, 1] * s1 + Xw[i, 1, 2] * s2
+                    w2 = Xw[i, 2, 0] * s0 + Xw[i, 2, 1] * s1 + Xw[i, 2, 2] * s2
+                    u0 = Xw[i, 0, 0] * s3 + Xw[i, 0, 1] * s4 + Xw[i, 0, 2] * s5
+                    u1 = Xw[i, 1, 0] * s3 + Xw[i, 1, 1] * s4 + Xw[i, 1, 2] * s5
+                    u2 = Xw[i, 2, 0] * s3 + Xw[i, 2, 1] * s4 + Xw[i, 2, 2] * s5
+                    vv0 = u0 + w1 * d2 - w2 * d1
+                    vv1 = u1 + w2 * d0 - w0 * d2
+                    vv2 = u2 + w0 * d1 - w1 * d0
+                    col = off + topo[i, 3] - v0 + kk
+                    for t in range(p):
+                        rr = ip[olrow + t0 + t]
+                        if row_int[rr, 1] == 0:
+                            val = rw[rr, 0, 0] * vv0 + rw[rr, 0, 1] * vv1 + rw[rr, 0, 2] * vv2
+                        else:
+                            val = rw[rr, 2, 0] * w0 + rw[rr, 2, 1] * w1 + rw[rr, 2, 2] * w2
+                        fw[col + t * n] += sign * val
+                i = topo[i, 0]
+
+
+@njit(cache=True)
+def subsystem_gims(topo, inertia, Xrel, S, mat6, ip, fw):
+    """The subsystem GIMs I_j (eq. 7), row-major n_j × n_j in fw's I section.
+
+    The composite-rigid-body algorithm (RBDA Table 6.2) over the forest, from the
+    poses ``Xrel`` and ``S`` already in the workspace (``fk_kernel``), writing each
+    subsystem's block into its own buffer (no system-level M): composite inertias
+    ``mat6[:, 0]`` leaf to root, then F = Ic S_k carried up the ancestors,
+    I_j[k, a] = S_aᵀ F.
+    """
+    nb = topo.shape[0]
+    osub, fI = _o(ip, _SUB), _f(ip, _I)
+    for i in range(nb):
+        for r in range(6):
+            for c in range(6):
+                mat6[i, 0, r, c] = inertia[i, r, c]
+    for i in range(nb - 1, -1, -1):
+        lam = topo[i, 0]
+        if lam >= 0:
+            inertia_to_parent_add(Xrel[i, :3], Xrel[i, 3], mat6[i, 0], mat6[lam, 0], mat6[i, 3])
+    for j in range(ip[_NS]):
+        b0, b1, v0, n = (
+            ip[osub + 7 * j],
+            ip[osub + 7 * j + 1],
+            ip[osub + 7 * j + 3],
+            ip[osub + 7 * j + 4],
+        )
+        o = fI + ip[osub + 7 * j + 5]
+        for y in range(n * n):
+            fw[o + y] = 0.0
+        for i in range(b0, b1):
+            iv = topo[i, 3] - v0
+            nvj = topo[i, 5]
+            for k in range(nvj):
+                # F = Ic S_k (body i's frame)
+                f0 = f1 = f2 = f3 = f4 = f5 = 0.0
+                for c in range(6):
+                    sc = S[i, c, k]
+                    f0 += mat6[i, 0, 0, c] * sc
+                    f1 += mat6[i, 0, 1, c] * sc
+                    f2 += mat6[i, 0, 2, c] * sc
+                    f3 += mat6[i, 0, 3, c] * sc
+                    f4 += mat6[i, 0, 4, c] * sc
+                    f5 += mat6[i, 0, 5, c] * sc
+                for kk in range(k, nvj):
+                    val = S[i, 0, kk] * f0 + S[i, 1, kk] * f1 + S[i, 2, kk] * f2
+                    val += S[i, 3, kk] * f3 + S[i, 4, kk] * f4 + S[i, 5, kk] * f5
+                    fw[o + (iv + k) * n + iv + kk] = val
+                    fw[o + (iv + kk) * n + iv + k] = val
+                a = i
+                while topo[a, 0] >= 0:
+                    # F moved to the parent: [R n + p × (R f); R f]
+                    g0 = Xrel[a, 0, 0] * f3 + Xrel[a, 0, 1] * f4 + Xrel[a, 0, 2] * f5
+                    g1 = Xrel[a, 1, 0] * f3 + Xrel[a, 1, 1] * f4 + Xrel[a, 1, 2] * f5
+                    g2 = Xrel[a, 2, 0] * f3 + Xrel[a, 2, 1] * f4 + Xrel[a, 2, 2] * f5
+                    n0 = Xrel[a, 0, 0] * f0 + Xrel[a, 0, 1] * f1 + Xrel[a, 0, 2] * f2
+                    n1 = Xrel[a, 1, 0] * f0 + Xrel[a, 1, 1] * f1 + Xrel[a, 1, 2] * f2
+                    n2 = Xrel[a, 2, 0] * f0 + Xrel[a, 2, 1] * f1 + Xrel[a, 2, 2] * f2
+                    p0, p1, p2 = Xrel[a, 3, 0], Xrel[a, 3, 1], Xrel[a, 3, 2]
+                    f0, f1, f2 = (
+                        n0 + p1 * g2 - p2 * g1,
+                        n1 + p2 * g0 - p0 * g2,
+                        n2 + p0 * g1 - p1 * g0,
+                    )
+                    f3, f4, f5 = g0, g1, g2
+                    a = topo[a, 0]
+                    av = topo[a, 3] - v0
+                    for kk in range(topo[a, 5]):
+                        val = S[a, 0, kk] * f0 + S[a, 1, kk] * f1 + S[a, 2, kk] * f2
+                        val += S[a, 3, kk] * f3 + S[a, 4, kk] * f4 + S[a, 5, kk] * f5
+                        fw[o + (iv + k) * n + av + kk] = val
+                        fw[o + (av + kk) * n + iv + k] = val
+
+
+@njit(cache=True, inline="always")
+def _inv_sym(G, go, p, W, wo):
+    """W[wo:] = G[go:]⁻¹ for a symmetric p × p block (lower triangle of G read).
+
+    Closed form for p <= 3 (the paper's 2×2 and 3×3 blocks), Gauss–Jordan otherwise.
+    Returns det / Π diag, in (0, 1] for an SPD block (0: singular or indefinite).
+    """
+    if p == 1:
+        a = G[go]
+        if not a > 0.0:
+            return 0.0
+        W[wo] = 1.0 / a
+        return 1.0
+    if p == 2:
+        a, b, d = G[go], G[go + 2], G[go + 3]
+        det = a * d - b * b
+        if not (det > 0.0 and a > 0.0):
+            return 0.0
+        inv = 1.0 / det
+        W[wo] = d * inv
+        W[wo + 1] = -b * inv
+        W[wo + 2] = -b * inv
+        W[wo + 3] = a * inv
+        return det / (a * d)
+    if p == 3:
+        a, b, c = G[go], G[go + 3], G[go + 4]
+        d, e, f = G[go + 6], G[go + 7], G[go + 8]
+        # symmetric [[a, b, d], [b, c, e], [d, e, f]]: adjugate / determinant
+        A00 = c * f - e * e
+        A01 = d * e - b * f
+        A02 = b * e - c * d
+        A11 = a * f - d * d
+        A12 = b * d - a * e
+        A22 = a * c - b * b
+        det = a * A00 + b * A01 + d * A02
+        if not (det > 0.0 and a > 0.0 and A22 > 0.0):
+            return 0.0
+        inv = 1.0 / det
+        W[wo] = A00 * inv
+        W[wo + 1] = W[wo + 3] = A01 * inv
+        W[wo + 2] = W[wo + 6] = A02 * inv
+        W[wo + 4] = A11 * inv
+        W[wo + 5] = W[wo + 7] = A12 * inv
+        W[wo + 8] = A22 * inv
+        return det / (a * c * f)
+    prod = 1.0
+    for r in range(p):
+        for c in range(p):
+            W[wo + r * p + c] = G[go + max(r, c) * p + min(r, c)]
+        prod *= G[go + r * p + r]
+    det = 1.0
+    for k in range(p):
+        piv = W[wo + k * p + k]
+        if not piv > 0.0:
+            return 0.0
+        det *= piv
+        inv = 1.0 / piv
+        W[wo + k * p + k] = 1.0
+        for c in range(p):
+            W[wo + k * p + c] *= inv
+        for r in range(p):
+            if r != k:
+                f = W[wo + r * p + k]
+                W[wo + r * p + k] = 0.0
+                for c in range(p):
+                    W[wo + r * p + c] -= f * W[wo + k * p + c]
+    return det / prod
+
+
+@njit(cache=True)
+def gicm_assemble(ip, fw, gamma):
+    """Factor the I_j, form Y_{i,j} = J_{i,j} L_j⁻¹, the GICM blocks and Ψ̄ (eqs. 19–25).
+
+    In (sections of ``fw``): I_j (I), J_{i,j} (Y) and φ (phi), overwritten by the
+    factors, Y_{i,j} and L_j⁻ᵀ φ_j; and ``gamma`` = Ψ (m).  Out: the GICM blocks 𝓘_{r,s}
+    (G, row-major, lower block triangle in the elimination order), Ψ̄ (psi,
+    internal row order), z_j = D_j⁻¹ L_j⁻ᵀ φ_j (z), D_j⁻¹ (dinv).  Returns the
+    smallest min/max pivot of the I_j factorisations (0: an I_j is not positive
+    definite).
+
+    I_j = L_jᵀ D_j L_j is factored from the leaves (RBDA Sec. 6.5, LTDL), L_j unit
+    lower triangular with the sparsity of the subsystem's tree; then
+    J_{r,j} I_j⁻¹ J_{s,j}ᵀ = Y_{r,j} D_j⁻¹ Y_{s,j}ᵀ and J_{i,j} I_j⁻¹ φ_j = Y_{i,j} z_j,
+    and Y_{i,j} keeps the support of J_{i,j} (the coordinates on the cut bodies'
+    paths to the root): only there are products formed.
+    """
+    osub, olrow, odpar = _o(ip, _SUB), _o(ip, _LROW), _o(ip, _DPAR)
+    osup, oix, opd, otd = _o(ip, _SUP), _o(ip, _IX), _o(ip, _PD), _o(ip, _TD)
+    fphi, fI, fY, fz = _f(ip, _PHI), _f(ip, _I), _f(ip, _Y), _f(ip, _Z)
+    fG, fpsi, fdinv = _f(ip, _G), _f(ip, _PSI), _f(ip, _DINV)
+    dmin = 1e300
+    dmax = 0.0
+    for j in range(ip[_NS]):
+        v0, n, off = ip[osub + 7 * j + 3], ip[osub + 7 * j + 4], fI + ip[osub + 7 * j + 5]
+        dp = odpar + v0
+        # I_j = L_jᵀ D_j L_j (L_j unit lower), leaves first: subsystem level only (eq. 20)
+        for k in range(n - 1, -1, -1):
+            dk = fw[off + k * n + k]
+            if not dk > 0.0:
+                return 0.0
+            dmin = min(dmin, dk)
+            dmax = max(dmax, dk)
+            inv = 1.0 / dk
+            fw[fdinv + v0 + k] = inv
+            a = ip[dp + k]
+            while a >= 0:
+                lka = fw[off + k * n + a] * inv
+                c = a
+                while c >= 0:
+                    fw[off + a * n + c] -= lka * fw[off + k * n + c]
+                    c = ip[dp + c]
+                a = ip[dp + a]
+            a = ip[dp + k]
+            while a >= 0:
+                fw[off + k * n + a] *= inv
+                a = ip[dp + a]
+        # z_j = D_j⁻¹ L_j⁻ᵀ φ_j (so that φ̂_j = I_j⁻¹ φ_j = L_j⁻¹ z_j)
+        for i in range(n - 1, -1, -1):
+            zi = fw[fphi + v0 + i]
+            a = ip[dp + i]
+            while a >= 0:
+                fw[fphi + v0 + a] -= fw[off + i * n + a] * zi
+                a = ip[dp + a]
+            fw[fz + v0 + i] = zi * fw[fdinv + v0 + i]
+    # Y_{i,j} = J_{i,j} L_j⁻¹: Lᵀ yᵀ = J rowᵀ, leaves first, on the support only
+    for e in range(ip[_NE]):
+        d = opd + 7 * e
+        p, n, v0, off, yo = ip[d], ip[d + 1], ip[d + 2], fI + ip[d + 3], fY + ip[d + 4]
+        so, sl = osup + ip[d + 5], ip[d + 6]
+        dp = odpar + v0
+        if p == 2:  # the planar cut joints' two rows at once
+            for u in range(sl - 1, -1, -1):
+                i = ip[so + u]
+                y0 = fw[yo + i]
+                y1 = fw[yo + n + i]
+                a = ip[dp + i]
+                while a >= 0:
+                    lia = fw[off + i * n + a]
+                    fw[yo + a] -= lia * y0
+                    fw[yo + n + a] -= lia * y1
+                    a = ip[dp + a]
+            continue
+        for u in range(sl - 1, -1, -1):
+            i = ip[so + u]
+            a = ip[dp + i]
+            while a >= 0:
+                lia = fw[off + i * n + a]
+                for t in range(p):
+                    fw[yo + t * n + a] -= lia * fw[yo + t * n + i]
+                a = ip[dp + a]
+    # GICM blocks 𝓘_{r,s} = Σ_j Y_{r,j} D_j⁻¹ Y_{s,j}ᵀ over the subsystems both loops meet,
+    # and Ψ̄_i = Ψ_i - Σ_j J_{i,j} φ̂_j = γ_i - Σ_j Y_{i,j} z_j in the same pass (eq. 25)
+    for y in range(fG, fG + ip[_FSEC0 + _G + 1] - ip[_FSEC0 + _G]):
+        fw[y] = 0.0
+    for t in range(ip[_NR]):
+        fw[fpsi + t] = gamma[ip[olrow + t]]
+    for x in range(ip[_NT]):
+        d = otd + 11 * x
+        go, pa, pc, n = fG + ip[d], ip[d + 1], ip[d + 2], ip[d + 3]
+        yr, yc, do, zo = fY + ip[d + 4], fY + ip[d + 5], fdinv + ip[d + 6], fz + ip[d + 6]
+        xo, xl = oix + ip[d + 7], ip[d + 8]
+        if ip[d + 9]:
+            # diagonal block (one pair): lower triangle mirrored (exactly symmetric), and Ψ̄
+            to = fpsi + ip[d + 10]
+            if pa == 2:
+                a00 = a10 = a11 = b0 = b1 = 0.0
+                for u in range(xl):
+                    i = ip[xo + u]
+                    r0, r1, zi, di = fw[yr + i], fw[yr + n + i], fw[zo + i], fw[do + i]
+                    w0, w1 = r0 * di, r1 * di
+                    a00 += w0 * r0
+                    a10 += w1 * r0
+                    a11 += w1 * r1
+                    b0 += r0 * zi
+                    b1 += r1 * zi
+                fw[go] += a00
+                fw[go + 1] += a10
+                fw[go + 2] += a10
+                fw[go + 3] += a11
+                fw[to] -= b0
+                fw[to + 1] -= b1
+            elif pa == 3:
+                a00 = a10 = a11 = a20 = a21 = a22 = b0 = b1 = b2 = 0.0
+                for u in range(xl):
+                    i = ip[xo + u]
+                    r0, r1, r2, zi = fw[yr + i], fw[yr + n + i], fw[yr + 2 * n + i], fw[zo + i]
+                    di = fw[do + i]
+                    w0, w1, w2 = r0 * di, r1 * di, r2 * di
+                    a00 += w0 * r0
+                    a10 += w1 * r0
+                    a11 += w1 * r1
+                    a20 += w2 * r0
+                    a21 += w2 * r1
+                    a22 += w2 * r2
+                    b0 += r0 * zi
+                    b1 += r1 * zi
+                    b2 += r2 * zi
+                fw[go] += a00
+                fw[go + 1] += a10
+                fw[go + 2] += a20
+                fw[go + 3] += a10
+                fw[go + 4] += a11
+                fw[go + 5] += a21
+                fw[go + 6] += a20
+                fw[go + 7] += a21
+                fw[go + 8] += a22
+                fw[to] -= b0
+                fw[to + 1] -= b1
+                fw[to + 2] -= b2
+            else:
+                for t in range(pa):
+                    for s in range(t + 1):
+                        acc = 0.0
+                        for u in range(xl):
+                            i = ip[xo + u]
+                            acc += fw[yr + t * n + i] * fw[do + i] * fw[yr + s * n + i]
+                        fw[go + t * pa + s] += acc
+                        if s < t:
+                            fw[go + s * pa + t] += acc
+                    acc = 0.0
+                    for u in range(xl):
+                        i = ip[xo + u]
+                        acc += fw[yr + t * n + i] * fw[zo + i]
+                    fw[to + t] -= acc
+        elif pa == 2 and pc == 2:  # 2×2 off-diagonal block: one pass over the common support
+            a00 = a01 = a10 = a11 = 0.0
+            for u in range(xl):
+                i = ip[xo + u]
+                di = fw[do + i]
+                r0, r1 = fw[yr + i] * di, fw[yr + n + i] * di
+                c0, c1 = fw[yc + i], fw[yc + n + i]
+                a00 += r0 * c0
+                a01 += r0 * c1
+                a10 += r1 * c0
+                a11 += r1 * c1
+            fw[go] += a00
+            fw[go + 1] += a01
+            fw[go + 2] += a10
+            fw[go + 3] += a11
+        elif pa == 3 and pc == 3:
+            a00 = a01 = a02 = a10 = a11 = a12 = a20 = a21 = a22 = 0.0
+            for u in range(xl):
+                i = ip[xo + u]
+                di = fw[do + i]
+                r0, r1, r2 = fw[yr + i] * di, fw[yr + n + i] * di, fw[yr + 2 * n + i] * di
+                c0, c1, c2 = fw[yc + i], fw[yc + n + i], fw[yc + 2 * n + i]
+                a00 += r0 * c0
+                a01 += r0 * c1
+                a02 += r0 * c2
+                a10 += r1 * c0
+                a11 += r1 * c1
+                a12 += r1 * c2
+                a20 += r2 * c0
+                a21 += r2 * c1
+                a22 += r2 * c2
+            fw[go] += a00
+            fw[go + 1] += a01
+            fw[go + 2] += a02
+            fw[go + 3] += a10
+            fw[go + 4] += a11
+            fw[go + 5] += a12
+            fw[go + 6] += a20
+            fw[go + 7] += a21
+            fw[go + 8] += a22
+        else:
+            for t in range(pa):
+                for s in range(pc):
+                    acc = 0.0
+                    for u in range(xl):
+                        i = ip[xo + u]
+                        acc += fw[yr + t * n + i] * fw[do + i] * fw[yc + s * n + i]
+                    fw[go + t * pc + s] += acc
+    return dmin / dmax if dmax > 0.0 else 1.0
+
+
+@njit(cache=True)
+def gicm_solve(ip, fw):
+    """𝓘 λ = Ψ̄ by block LDLᵀ in the elimination order (eqs. 34–36, 45–46, 51–52).
+
+    Forward, loop k after loop k: D_k⁻¹ of the pivot block (closed form for 2×2 and
+    3×3), W_{a,k} = 𝓘̃_{a,k} D_k⁻¹ and the Schur updates 𝓘̃_{a,b} -= W_{a,k} 𝓘̃_{b,k}ᵀ,
+    Ψ̃_a -= W_{a,k} Ψ̃_k on its later neighbours a, b only (the sparsity of the
+    loop graph plus its precomputed fill).  Back: λ_k = D_k⁻¹ Ψ̃_k - Σ_a W_{a,k}ᵀ λ_a.
+    Sections G and psi are overwritten, λ goes to lam (internal row order).
+    Returns the smallest det / Π diag of the pivot blocks (0: singular).
+    """
+    okd, ond, oud = _o(ip, _KD), _o(ip, _ND), _o(ip, _UD)
+    fG, fW, fpsi, flam = _f(ip, _G), _f(ip, _W), _f(ip, _PSI), _f(ip, _LAM)
+    nl = ip[_NL]
+    ratio = 1.0
+    for k in range(nl):
+        d = okd + 7 * k
+        p, t0, bo = ip[d], ip[d + 1], ip[d + 2]
+        rk = _inv_sym(fw, fG + bo, p, fw, fW + bo)
+        if not rk > 1e-14:
+            return 0.0
+        ratio = min(ratio, rk)
+        do = fW + bo
+        for x in range(ip[d + 3], ip[d + 4]):
+            e = ond + 3 * x
+            go, pa, ta = fG + ip[e], ip[e + 1], fpsi + ip[e + 2]
+            wo = go - fG + fW
+            # W_{a,k} = 𝓘̃_{a,k} D_k⁻¹ (pa × p), then Ψ̃_a -= W_{a,k} Ψ̃_k
+            if p == 2 and pa == 2:
+                d00, d01, d10, d11 = fw[do], fw[do + 1], fw[do + 2], fw[do + 3]
+                s0, s1 = fw[fpsi + t0], fw[fpsi + t0 + 1]
+                for t in range(2):
+                    g0, g1 = fw[go + 2 * t], fw[go + 2 * t + 1]
+                    w0 = g0 * d00 + g1 * d10
+                    w1 = g0 * d01 + g1 * d11
+                    fw[wo + 2 * t] = w0
+                    fw[wo + 2 * t + 1] = w1
+                    fw[ta + t] -= w0 * s0 + w1 * s1
+                continue
+            for t in range(pa):
+                acc2 = 0.0
+                for s in range(p):
+                    acc = 0.0
+                    for m in range(p):
+                        acc += fw[go + t * p + m] * fw[do + m * p + s]
+                    fw[wo + t * p + s] = acc
+                    acc2 += acc * fw[fpsi + t0 + s]
+                fw[ta + t] -= acc2
+        for x in range(ip[d + 5], ip[d + 6]):
+            e = oud + 5 * x
+            go, wa, gb, pa, pb = fG + ip[e], fW + ip[e + 1], fG + ip[e + 2], ip[e + 3], ip[e + 4]
+            # 𝓘̃_{a,b} -= W_{a,k} 𝓘̃_{b,k}ᵀ
+            if p == 2 and pa == 2 and pb == 2:
+                wa0, wa1, wa2, wa3 = fw[wa], fw[wa + 1], fw[wa + 2], fw[wa + 3]
+                gb0, gb1, gb2, gb3 = fw[gb], fw[gb + 1], fw[gb + 2], fw[gb + 3]
+                fw[go] -= wa0 * gb0 + wa1 * gb1
+                fw[go + 1] -= wa0 * gb2 + wa1 * gb3
+                fw[go + 2] -= wa2 * gb0 + wa3 * gb1
+                fw[go + 3] -= wa2 * gb2 + wa3 * gb3
+                continue
+            for t in range(pa):
+                for s in range(pb):
+                    acc = 0.0
+                    for m in range(p):
+                        acc += fw[wa + t * p + m] * fw[gb + s * p + m]
+                    fw[go + t * pb + s] -= acc
+    for k in range(nl - 1, -1, -1):
+        d = okd + 7 * k
+        p, t0, do = ip[d], ip[d + 1], fW + ip[d + 2]
+        if p == 2:
+            s0, s1 = fw[fpsi + t0], fw[fpsi + t0 + 1]
+            l0 = fw[do] * s0 + fw[do + 1] * s1
+            l1 = fw[do + 2] * s0 + fw[do + 3] * s1
+            for x in range(ip[d + 3], ip[d + 4]):
+                e = ond + 3 * x
+                wo, pa, ta = fW + ip[e], ip[e + 1], flam + ip[e + 2]
+                for m in range(pa):
+                    lm = fw[ta + m]
+                    l0 -= fw[wo + m * 2] * lm
+                    l1 -= fw[wo + m * 2 + 1] * lm
+            fw[flam + t0] = l0
+            fw[flam + t0 + 1] = l1
+            continue
+        for t in range(p):
+            acc = 0.0
+            for m in range(p):
+                acc += fw[do + t * p + m] * fw[fpsi + t0 + m]
+            fw[flam + t0 + t] = acc
+        for x in range(ip[d + 3], ip[d + 4]):
+            e = ond + 3 * x
+            wo, pa, ta = fW + ip[e], ip[e + 1], flam + ip[e + 2]
+            for t in range(p):
+                acc = 0.0
+                for m in range(pa):
+                    acc += fw[wo + m * p + t] * fw[ta + m]
+                fw[flam + t0 + t] -= acc
+    return ratio
+
+
+@njit(cache=True)
+def sslm_lambda(ip, fw, gamma):
+    """The λ stage alone: from I_j, J_{i,j} and φ (in ``fw``) and γ to λ (internal order).
+
+    Overwrites the I and Y sections of ``fw`` with their factors.  Returns the
+    smallest det / Π diag of the GICM pivot blocks (0: singular; -1: an I_j is not
+    positive definite).
+    """
+    if not gicm_assemble(ip, fw, gamma) > 0.0:
+        return -1.0
+    return gicm_solve(ip, fw)
+
+
+@njit(cache=True)
+def sslm_terms(
+    topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, q, v, tau,
+    Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, Phi, J, gamma, want_J, ip, fw, fext_none,
+):  # fmt: skip
+    """Subsystem-level terms: φ = τ - h (eq. 20), γ = Ψ (eq. 29), J_{i,j} (eq. 16), I_j (eq. 7).
+
+    One kinematics pass (poses, S, velocities, velocity products) shared by the
+    RNEA, the closure rows and the CRBA.  ``v.size == 0``: positions only (no φ,
+    no γ).  ``want_J``: also the dense J (m × nv) of ``constraints``, needed only
+    when redundant rows were dropped.
+    """
+    nv = tau.shape[0]
+    fphi = _f(ip, _PHI)
+    with_v = v.size > 0
+    fk_kernel(topo, jgeom, q, v, Xrel, Xw, S, vec6, tmp33)
+    if with_v:
+        # φ = τ - C q̇ - g over the whole forest (the φ_j are its slices)
+        phi = fw[fphi : fphi + nv]
+        zeros = fw[fphi + nv : fphi + 2 * nv]
+        rnea_from_kinematics(topo, inertia, gravity, zeros, fext_none, Xrel, S, vec6, phi)
+        for i in range(nv):
+            phi[i] = tau[i] - phi[i]
+        bias_acceleration_kernel(topo, Xrel, vec6)  # overwrites the RNEA's accelerations
+    # the cut joints' frames, world row vectors and γ = -J̇ q̇
+    closure_terms(
+        topo, cl_body, cl_X, row_int, row_vec, Xw, S, vec6, cw, rw, with_v, want_J, Phi, J, gamma
+    )
+    jacobian_blocks(topo, Xw, S, cw, rw, row_int, ip, fw)
+    subsystem_gims(topo, inertia, Xrel, S, mat6, ip, fw)
+
+
+@njit(cache=True)
+def sslm_kernel(
+    topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
+    Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, Phi, J, gamma, want_J, ip, fw, fext, fext_none,
+    qdd, lam,
+):  # fmt: skip
+    """SSLM forward dynamics: ``lam`` (len(rows), in ``rows`` order) and ``qdd`` (nv).
+
+    Returns the pivot ratio, or <= 0: 0 when an I_j, a GICM pivot block or an
+    articulated inertia is singular, ``NONFINITE_INPUT`` / ``NONFINITE_OUTPUT``
+    (``methods.common``) for NaN or inf in the state or the result.  λ along the
+    closure rows, as ``constraints``.
+    """
+    if not (all_finite(q) and all_finite(v) and all_finite(tau)):
+        return NONFINITE_INPUT
+    sslm_terms(
+        topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, q, v, tau,
+        Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, Phi, J, gamma, want_J, ip, fw, fext_none,
+    )  # fmt: skip
+    ratio = sslm_lambda(ip, fw, gamma)
+    if not ratio > 0.0:
+        return 0.0
+    olout, flam = _o(ip, _LOUT), _f(ip, _LAM)
+    for t in range(ip[_NR]):
+        lam[ip[olout + t]] = fw[flam + t]
+    # λ as external wrenches on the cut bodies (body frames); then q̈_j by the tree
+    # algorithm.  The forest's ABA runs the subsystems' ABAs one after the other
+    # (independent: ``subsystem_accelerations(..., parallel=True)`` splits them).
+    closure_body_wrenches(topo, Xw, cl_body, row_int, rw, cw, rows, lam, fext)
+    bad = aba_kernel(
+        topo, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6, tmp33, qdd
+    )
+    if bad >= 0:
+        return 0.0
+    if not (all_finite(qdd) and all_finite(lam)):
+        return NONFINITE_OUTPUT
+    return ratio
+
+
+@njit(cache=True, inline="always")
+def aba_subsystem(j, sub, tloc, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6,
+                  tmp33, qdd):  # fmt: skip
+    """ABA on subsystem j alone (its slices of every array); -1 on success."""
+    b0, b1, q0, v0, n, nq = sub[j, 0], sub[j, 1], sub[j, 2], sub[j, 3], sub[j, 4], sub[j, 6]
+    return aba_kernel(
+        tloc[b0:b1], jgeom[b0:b1], inertia[b0:b1], gravity, q[q0 : q0 + nq], v[v0 : v0 + n],
+        tau[v0 : v0 + n], fext[b0:b1], Xrel[b0:b1], S[b0:b1], vec6[b0:b1], mat6[b0:b1], tmp33,
+        qdd[v0 : v0 + n],
+    )  # fmt: skip
+
+
+@njit(cache=True, parallel=True)
+def _aba_subsystems_parallel(sub, tloc, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6,
+                             mat6, tmp33s, qdd, bad):  # fmt: skip
+    """ABA of every subsystem in parallel threads (disjoint slices, one scratch per thread)."""
+    for j in prange(sub.shape[0]):
+        bad[j] = aba_subsystem(
+            j, sub, tloc, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6,
+            tmp33s[j], qdd,
+        )  # fmt: skip
+
+
+@njit(cache=True)
+def _aba_subsystems(sub, tloc, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6,
+                    tmp33s, qdd, bad):  # fmt: skip
+    for j in range(sub.shape[0]):
+        bad[j] = aba_subsystem(
+            j, sub, tloc, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6,
+            tmp33s[j], qdd,
+        )  # fmt: skip
+
+
+@njit(cache=True)
+def sslm_entry(mlay, mi, mf, dlay, df, ip, fw, rows, q, v, tau, qdd, lam):
+    """``sslm_kernel`` on the packed model, data and plan buffers (``loopdyn.arena``)."""
+    topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)
+    Xrel, Xw, S, vec6, mat6, tmp33 = tree_views(dlay, df)
+    cw, rw, zeros_nv, Phi, J, gamma, _, _ = closure_views(dlay, df)
+    _, _, _, _, _, fext, _ = method_views(dlay, df)
+    return sslm_kernel(
+        topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
+        Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, Phi, J, gamma, rows.shape[0] < row_int.shape[0],
+        ip, fw, fext, zeros_nv[:0].reshape((0, 6)), qdd, lam,
+    )  # fmt: skip
+
+
+class _BoundEntry:
+    """``sslm_entry`` with the model, data and plan buffers bound (as ``common.BoundKernel``).
+
+    After the first call the compiled overload's entry point is called directly:
+    the argument types are fixed by the validation at the API edge.
+    """
+
+    __slots__ = ("call", "head")
+
+    def __init__(self, model, d, plan, rows):
+        self.head = (model.mlay, model.mi, model.mf, d.dlay, d.df, plan.ip, plan.fw, rows)
+        self.call = None
+
+    def __call__(self, q, v, tau, qdd, lam):
+        if self.call is not None:
+            return self.call(*self.head, q, v, tau, qdd, lam)
+        args = (*self.head, q, v, tau, qdd, lam)
+        out = sslm_entry(*args)
+        cres = sslm_entry.overloads.get(tuple(typeof(a) for a in args))
+        self.call = cres.entry_point if cres is not None else sslm_entry
+        return out
+
+
+# ------------------------------------------------------------------ Python API
+def run(model, q, v, tau, rows, d):
+    """Runner for ``ld.forward_dynamics``: (q̈, λ on ``rows``, pivot ratio or status <= 0)."""
+    sw = sslm_work(model, d)
+    if sw.last_rows is not rows:  # the plan (and its bound entry) of this row set
+        plan = sw.plan(model, rows)
+        if plan.bound is None:
+            plan.bound = _BoundEntry(model, d, plan, rows)
+        sw.last_rows, sw.last_plan = rows, plan
+    qdd = np.empty(model.nv)
+    lam = np.empty(rows.shape[0])
+    return qdd, lam, sw.last_plan.bound(q, v, tau, qdd, lam)
+
+
+def _kernel_args(model, d, plan, rows, q, v, tau):
+    """Arguments of ``sslm_kernel`` up to (not including) ``qdd`` and ``lam``."""
+    _, w = closure_work(model, d)
+    sw = sslm_work(model, d)
+    return (
+        model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
+        model.row_int, model.row_vec, rows, q, v, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6,
+        d.tmp33, w.cw, w.rw, w.Phi, w.J, w.gamma, rows.shape[0] < model.m, plan.ip, plan.fw,
+        sw.fext, sw.fext_none,
+    )  # fmt: skip
+
+
+def subsystem_accelerations(model, q, v, tau, lam, parallel=False, data=None):
+    """q̈ of every subsystem from known multipliers: each subsystem's own ABA (eq. 19).
+
+    ``lam`` (m,): multipliers on all closure rows (``ForwardDynamicsResult.lam``).
+    Once λ is known the subsystems are independent: ``parallel=True`` runs their
+    ABAs in numba threads (``numba.set_num_threads`` sets how many), each on its
+    own slices of the workspace; worthwhile only for large subsystems.  Returns
+    q̈ (nv).  Raises :class:`SingularityError` if an articulated inertia is singular.
+    """
+    from loopdyn.constraints import _evaluate
+    from loopdyn.validation import configuration, vector
+
+    d = model.data if data is None else data
+    q = configuration(model, q)
+    v = vector(v, model.nv, "v", model)
+    tau = vector(tau, model.nv, "tau", model)
+    lam = vector(lam, model.m, "lam", model)
+    w = _evaluate(model, q, None, False, d)
+    sw = sslm_work(model, d)
+    rows = np.arange(model.m, dtype=np.int64)
+    plan = sw.plan(model, rows)
+    closure_body_wrenches(
+        model.topo, d.Xw, model.cl_body, model.row_int, w.rw, w.cw, rows, lam, sw.fext
+    )
+    qdd = np.empty(model.nv)
+    bad = np.full(plan.nsub, -1, dtype=np.int64)
+    fn = _aba_subsystems_parallel if parallel else _aba_subsystems
+    fn(plan.sub, plan.tloc, model.jgeom, model.inertia, model.gravity, q, v, tau,
+       sw.fext, d.Xrel, d.S, d.vec6, d.mat6, plan.tmp33s, qdd, bad)  # fmt: skip
+    if np.any(bad >= 0):
+        j = int(np.flatnonzero(bad >= 0)[0])
+        raise SingularityError(
+            f"{model.name}: articulated inertia of subsystem {j + 1} is singular"
+        )
+    return qdd
+
+
+# ------------------------------------------------------------------ the λ stage alone
+@njit(cache=True)
+def sslm_lambda_from(ip, fw, I0, Y0, phi, gamma):
+    """``sslm_lambda`` from saved I_j, J_{i,j} and φ (copied in first, as SLM copies M)."""
+    fI, fY, fphi = _f(ip, _I), _f(ip, _Y), _f(ip, _PHI)
+    for i in range(I0.shape[0]):
+        fw[fI + i] = I0[i]
+    for i in range(Y0.shape[0]):
+        fw[fY + i] = Y0[i]
+    for i in range(phi.shape[0]):
+        fw[fphi + i] = phi[i]
+    return sslm_lambda(ip, fw, gamma)
+
+
+@njit(cache=True)
+def slm_lambda(M, J, phi, gamma, rows, Mf, Y, Sm, x, lam):
+    """SLM's λ stage, eq. (12), operation for operation as ``methods.slm.slm_kernel``.
+
+    From M (nv × nv, copied into ``Mf`` first) and the dense J: Cholesky of the
+    system-level M, Y = L⁻¹ Jᵀ, x = M⁻¹ φ, Ĩ = Yᵀ Y, rhs γ - J x, Cholesky of Ĩ.
+    For timing SLM against SSLM on the same inputs; returns Ĩ's pivot ratio.
+    """
+    n = phi.shape[0]
+    r = rows.shape[0]
+    for i in range(n):
+        for j in range(n):
+            Mf[i, j] = M[i, j]
+    if cholesky_inplace(Mf, n) == 0.0:
+        return -1.0
+    for a in range(r):
+        ra = rows[a]
+        col = Y[:, a]
+        for j in range(n):
+            col[j] = J[ra, j]
+        forward_subst(Mf, n, col)
+    for i in range(n):
+        x[i] = phi[i]
+    cholesky_solve(Mf, n, x)
+    for a in range(r):
+        for b in range(a + 1):
+            s = 0.0
+            for j in range(n):
+                s += Y[j, a] * Y[j, b]
+            Sm[a, b] = s
+            Sm[b, a] = s
+        ra = rows[a]
+        s = gamma[ra]
+        for j in range(n):
+            s -= J[ra, j] * x[j]
+        lam[a] = s
+    ratio = cholesky_inplace(Sm, r)
+    if ratio < 1e-14:
+        return ratio
+    forward_subst(Sm, r, lam)
+    backward_subst_t(Sm, r, lam)
+    return ratio
+
+
+def lambda_stage(model, q, v, tau=None, method="sslm", rows=None):
+    """The λ computation of ``method`` ("slm" or "sslm") alone, ready to be timed.
+
+    Evaluates the system terms once at (q, v, tau) on a private workspace and
+    returns ``(kernel, args, result)``: ``kernel(*args)`` (a numba function) runs
+    only the λ stage — SLM: eq. (12) from M and J; SSLM: eqs. (19)–(25) and the
+    block elimination from the I_j and J_{i,j} — and ``result()`` returns the λ of
+    the last call in ``rows`` order.  ``rows`` default: all rows.
+    """
+    from loopdyn.methods.common import dyn_work, system_terms
+
+    d = model.create_data()
+    _, w = closure_work(model, d)
+    q = np.ascontiguousarray(q, dtype=float)
+    v = np.ascontiguousarray(v, dtype=float)
+    tau = np.zeros(model.nv) if tau is None else np.ascontiguousarray(tau, dtype=float)
+    rows = np.arange(model.m, dtype=np.int64) if rows is None else np.asarray(rows, np.int64)
+    if method == "slm":
+        k = dyn_work(model, d)
+        system_terms(
+            model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
+            model.row_int, model.row_vec, q, v, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6, d.tmp33,
+            w.cw, w.rw, k.zeros_nv, k.fext_none, w.Phi, w.J, w.gamma, k.M, k.phi, True,
+        )  # fmt: skip
+        Mf = np.zeros_like(k.M)
+        lam = np.zeros(rows.shape[0])
+        args = (k.M, w.J, k.phi, w.gamma, rows, Mf, k.Y, k.Sm, k.x, lam)
+        return slm_lambda, args, lambda: lam.copy()
+    if method != "sslm":
+        raise ValueError(f"lambda_stage: method must be 'slm' or 'sslm', got {method!r}")
+    sw = sslm_work(model, d)
+    plan = sw.plan(model, rows)
+    sslm_terms(
+        model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
+        model.row_int, model.row_vec, q, v, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6, d.tmp33,
+        w.cw, w.rw, w.Phi, w.J, w.gamma, False, plan.ip, plan.fw, sw.fext_none,
+    )  # fmt: skip
+    f = plan.foff
+    I0 = plan.fw[f["I"][0] : f["I"][1]].copy()
+    Y0 = plan.fw[f["Y"][0] : f["Y"][1]].copy()
+    phi = plan.fw[f["phi"][0] : f["phi"][1]].copy()
+    gamma = w.gamma.copy()
+    lout = plan.parts["lout"]
+
+    def result():
+        out = np.empty(rows.shape[0])
+        out[lout] = plan.fw[f["lam"][0] : f["lam"][1]]
+        return out
+
+    return sslm_lambda_from, (plan.ip, plan.fw, I0, Y0, phi, gamma), result
+
+
+# ------------------------------------------------------------------ the GICM
+_SUP_DIGITS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _term_name(r, s, label):
+    if r < 9 and s < 9:
+        return f"𝓘{f'{r + 1}{s + 1}'.translate(_SUP_DIGITS)}_{label}"
+    return f"𝓘^{{{r + 1},{s + 1}}}_{label}"
+
+
+class GICM:
+    """The Generalized Inertia Constraint Matrix of eqs. (23)–(25) at one configuration.
+
+    Attributes: ``matrix`` (m × m, rows in ``model.closure_rows`` order, symmetric
+    positive definite for independent closures), ``blocks`` {(r, s): 𝓘_{r,s}} for
+    the non-vanishing blocks, r >= s (0-based loop = closure indices),
+    ``contributions`` {(r, s): subsystem indices j with a term 𝓘^{rs}_j} — the
+    subsystems both loops meet (eqs. 31–32: 𝓘_{i,i} sums the subsystems forming
+    loop i, 𝓘_{r,s} those carrying a link shared by loops r and s), ``terms``
+    {(r, s, j): J_{r,j} I_j⁻¹ J_{s,j}ᵀ}, ``incidence`` (loops × subsystems),
+    ``psi`` Ψ̄ of eq. (25) (m,; None unless v was given), ``I_hat`` {(i, j):
+    Î_{i,j} = J_{i,j} I_j⁻ᵀ} and ``phi_hat`` φ̂ = I⁻¹ φ (eqs. 19–22; φ̂ None
+    unless v was given), so that q̈ = φ̂ + Îᵀ λ (eq. 21), ``order`` (the
+    elimination order, loop indices) and ``fill`` (loop pairs filled in by it).
+    ``str(gicm)`` / ``gicm.table()`` prints the labelled block table.
+    """
+
+    def __init__(self, model, matrix, blocks, contributions, terms, psi, order, fill):
+        topo = topology(model)
+        self.model_name = model.name
+        self.loops = tuple(model.closures)
+        self.subsystems = tuple(s.label for s in topo.subsystems)
+        self.subsystem_bodies = tuple(s.body_names for s in topo.subsystems)
+        self.rows = tuple(model.closure_rows)
+        self.incidence = topo.incidence
+        self.matrix = matrix
+        self.blocks = blocks
+        self.contributions = contributions
+        self.terms = terms
+        self.psi = psi
+        self.order = order
+        self.fill = fill
+
+    def block(self, r, s):
+        """𝓘_{r,s} (zeros where the loops share no subsystem; 𝓘_{s,r}ᵀ for r < s)."""
+        return self.matrix[self.rows[r], self.rows[s]].copy()
+
+    def table(self):
+        """The GICM as a labelled table: pattern, blocks, contributing subsystems."""
+        u = len(self.loops)
+        lab = self.subsystems
+        out = [
+            f"GICM of {self.model_name} (eqs. 23–25): {u} loops × {len(lab)} subsystems, "
+            f"{self.matrix.shape[0]} × {self.matrix.shape[1]}",
+            "subsystems: "
+            + "; ".join(
+                f"{L} = {{{', '.join(b)}}}" for L, b in zip(lab, self.subsystem_bodies, strict=True)
+            ),
+            "loops (cut joints): " + ", ".join(f"{i + 1}: {n}" for i, n in enumerate(self.loops)),
+            "J block pattern (eq. 16):",
+        ]
+        for i in range(u):
+            cells = [f"J{i + 1},{j + 1}" if self.incidence[i, j] else "O" for j in range(len(lab))]
+            out.append("  " + " ".join(f"{c:<7}" for c in cells).rstrip())
+        out.append("GICM block pattern (lower triangle, 'sym' above; eq. 24):")
+        for r in range(u):
+            cells = [f"𝓘{r + 1},{s + 1}" if (r, s) in self.blocks else "O" for s in range(r + 1)]
+            out.append("  " + " ".join(f"{c:<7}" for c in cells).rstrip())
+        head = f"{'block':<8}{'size':<7}{'subsystems':<13}{'expression (eq. 25)':<34}"
+        out.append(f"  {head}{'max |entry|':>12}")
+        for r in range(u):
+            for s in range(r + 1):
+                blk = self.block(r, s)
+                size = f"{blk.shape[0]}×{blk.shape[1]}"
+                js = self.contributions.get((r, s), ())
+                subs = ", ".join(lab[j] for j in js) or "—"
+                expr = " + ".join(_term_name(r, s, lab[j]) for j in js) or "O (no shared subsystem)"
+                label = f"𝓘{r + 1},{s + 1}"
+                out.append(f"  {label:<8}{size:<7}{subs:<13}{expr:<34}{np.abs(blk).max():>12.4g}")
+        names = ", ".join(str(k + 1) for k in self.order)
+        fill = ", ".join(f"({a + 1},{b + 1})" for a, b in self.fill) or "none"
+        out.append(f"elimination order: loops {names}; fill-in: {fill}")
+        return "\n".join(out)
+
+    __str__ = table
+
+    def __repr__(self):
+        nb = len(self.blocks)
+        return f"<GICM of {self.model_name}: {len(self.loops)} loops, {nb} non-zero blocks>"
+
+
+def gicm(model, q, v=None, tau=None, data=None):
+    """The GICM 𝓘 = J I⁻¹ Jᵀ of eqs. (23)–(25), assembled block by block from the subsystems.
+
+    In: a configuration ``q`` (the GICM depends on q only); optionally ``v`` and
+    ``tau`` for Ψ̄ = γ - J I⁻¹ φ (eq. 25).  Uses every closure row.  Out: a
+    :class:`GICM` with the matrix, its non-vanishing blocks 𝓘_{r,s} labelled by
+    loop (closure), and for each block the subsystems whose terms
+    J_{r,j} I_j⁻¹ J_{s,j}ᵀ make it up.  Printable as a table.
+    """
+    from loopdyn.validation import configuration, vector
+
+    if model.m == 0:
+        raise ValueError(f"{model.name}: the model has no closures, hence no GICM")
+    d = model.create_data() if data is None else data
+    _, w = closure_work(model, d)
+    q = configuration(model, q)
+    vv = np.empty(0) if v is None else vector(v, model.nv, "v", model)
+    tau = np.zeros(model.nv) if tau is None else vector(tau, model.nv, "tau", model)
+    rows = np.arange(model.m, dtype=np.int64)
+    sw = sslm_work(model, d)
+    plan = sw.plan(model, rows)
+    sslm_terms(
+        model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
+        model.row_int, model.row_vec, q, vv, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6, d.tmp33,
+        w.cw, w.rw, w.Phi, w.J, w.gamma, False, plan.ip, plan.fw, sw.fext_none,
+    )  # fmt: skip
+    f = plan.foff
+    I_raw = plan.fw[f["I"][0] : f["I"][1]].copy()
+    Y_raw = plan.fw[f["Y"][0] : f["Y"][1]].copy()
+    phi_raw = plan.fw[f["phi"][0] : f["phi"][1]].copy()
+    if v is None:
+        plan.fw[f["phi"][0] : f["phi"][1]] = 0.0
+        gamma = np.zeros(model.m)
+    else:
+        gamma = w.gamma
+    if not gicm_assemble(plan.ip, plan.fw, gamma) > 0.0:
+        raise SingularityError(f"{model.name}: a subsystem inertia matrix is not positive definite")
+    G = plan.fw[f["G"][0] : f["G"][1]]
+    lp, pr, bk = plan.parts["lp"], plan.parts["pr"], plan.parts["bk"]
+    lrow = plan.parts["lrow"]
+    m = model.m
+    matrix = np.zeros((m, m))
+    blocks = {}
+    for b in range(bk.shape[0]):
+        ra, ca, go = bk[b]
+        pa, pc = lp[ra, 1], lp[ca, 1]
+        blk = G[go : go + pa * pc].reshape(pa, pc)
+        rr = lrow[lp[ra, 2] : lp[ra, 2] + pa]
+        cc = lrow[lp[ca, 2] : lp[ca, 2] + pc]
+        matrix[np.ix_(rr, cc)] = blk
+        matrix[np.ix_(cc, rr)] = blk.T
+        r, s = int(lp[ra, 0]), int(lp[ca, 0])
+        if (r, s) in plan.fill or (s, r) in plan.fill:
+            continue  # a fill-in position: zero in the GICM itself
+        blocks[(r, s) if r >= s else (s, r)] = blk.copy() if r >= s else blk.T.copy()
+    # the individual terms J_{r,j} I_j⁻¹ J_{s,j}ᵀ (eq. 25), from the raw blocks
+    sub = plan.sub
+    contributions, terms = {}, {}
+    for _, er, ec, _, _ in plan.parts["tm"]:
+        r, s = int(lp[pr[er, 0], 0]), int(lp[pr[ec, 0], 0])
+        j = int(pr[er, 1])
+        n, io = sub[j, 4], sub[j, 5]
+        Ij = I_raw[io : io + n * n].reshape(n, n)
+        Jr = Y_raw[pr[er, 2] : pr[er, 2] + lp[pr[er, 0], 1] * n].reshape(-1, n)
+        Js = Y_raw[pr[ec, 2] : pr[ec, 2] + lp[pr[ec, 0], 1] * n].reshape(-1, n)
+        term = Jr @ np.linalg.solve(Ij, Js.T)
+        if r < s:
+            r, s, term = s, r, term.T
+        terms[(r, s, j)] = term
+        contributions.setdefault((r, s), [])
+        if j not in contributions[(r, s)]:
+            contributions[(r, s)].append(j)
+    contributions = {k: tuple(sorted(js)) for k, js in contributions.items()}
+    # Î_{i,j} = J_{i,j} I_j⁻ᵀ (eq. 20, p_i × n_j) and, with v, φ̂_j = I_j⁻¹ φ_j
+    I_hat = {}
+    for e in range(pr.shape[0]):
+        i, j = int(lp[pr[e, 0], 0]), int(pr[e, 1])
+        n, io = sub[j, 4], sub[j, 5]
+        Ij = I_raw[io : io + n * n].reshape(n, n)
+        Jij = Y_raw[pr[e, 2] : pr[e, 2] + lp[pr[e, 0], 1] * n].reshape(-1, n)
+        I_hat[(i, j)] = np.linalg.solve(Ij, Jij.T).T
+    psi = phi_hat = None
+    if v is not None:
+        psi = np.zeros(m)
+        psi[lrow] = plan.fw[f["psi"][0] : f["psi"][1]]
+        phi_hat = np.zeros(model.nv)
+        for j in range(sub.shape[0]):
+            n, io, v0 = sub[j, 4], sub[j, 5], sub[j, 3]
+            Ij = I_raw[io : io + n * n].reshape(n, n)
+            phi_hat[v0 : v0 + n] = np.linalg.solve(Ij, phi_raw[v0 : v0 + n])
+    fill = tuple((int(a), int(b)) for a, b in plan.fill)
+    out = GICM(model, matrix, blocks, contributions, terms, psi, plan.order, fill)
+    out.I_hat, out.phi_hat = I_hat, phi_hat
+    return out
