@@ -331,3 +331,10 @@ def test_catalog():
     model = ld.examples.get("spatial_ladder_tree", L=3)
     assert (model.nbodies, model.nv) == (7, 4 * 2 + 3)
     assert "post3_end" in model.frames and "rung2_tip" in model.frames
+
+
+def test_tree_workspace_memory_is_linear_in_the_bodies():
+    """Data of a tree holds O(n) floats: no dense nv × nv method blocks."""
+    sizes = {L: ld.examples.spatial_ladder_tree(L).create_data().df.size for L in (8, 16, 32)}
+    per_body = [sizes[L] / (2 * L + 1) for L in sizes]
+    assert max(per_body) - min(per_body) < 0.05 * min(per_body)

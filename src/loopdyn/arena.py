@@ -70,6 +70,10 @@ DATA_FLOAT = (
 
 
 def data_specs(nb, nc1, m1, m, nv):
+    """Data arrays; the dense method blocks (M, K, Y: O(n²)) are empty for a tree
+    (m = 0), whose algorithms need O(n) memory only; the closure views are then
+    never built (forward dynamics of a tree goes straight to ABA)."""
+    nd = nv if m > 0 else 0
     return [
         ("Xrel", (nb, 4, 3)),
         ("Xw", (nb, 4, 3)),
@@ -83,11 +87,11 @@ def data_specs(nb, nc1, m1, m, nv):
         ("Phi", (m,)),
         ("J", (m, nv)),
         ("gamma", (m,)),
-        ("M", (nv, nv)),
+        ("M", (nd, nd)),
         ("phi", (nv,)),
-        ("K", (nv + m, nv + m)),
-        ("rhs", (nv + m,)),
-        ("Y", (nv, m1)),
+        ("K", (nd + m, nd + m)),
+        ("rhs", (nd + m,)),
+        ("Y", (nd, m1)),
         ("Sm", (m1, m1)),
         ("x", (nv,)),
         ("fext", (nb, 6)),

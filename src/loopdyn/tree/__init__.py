@@ -9,8 +9,9 @@ array) and call the compiled kernels through :class:`_Entry`.
 """
 
 import numpy as np
-from numba import typeof
+from numba import njit, typeof
 
+from loopdyn.arena import model_views, tree_views
 from loopdyn.errors import SingularityError
 from loopdyn.model import Data
 from loopdyn.tree.aba import aba_kernel
@@ -46,23 +47,48 @@ class _Entry:
         return out
 
 
-_ABA = _Entry(aba_kernel)
-_RNEA = _Entry(rnea_kernel)
-_CRBA = _Entry(crba_kernel)
+@njit(cache=True)
+def _aba_entry(mlay, mi, mf, dlay, df, q, v, tau, fext, qdd):
+    """``aba_kernel`` on the packed model and data buffers (``loopdyn.arena``)."""
+    topo, _, _, jgeom, inertia, gravity, _, _ = model_views(mlay, mi, mf)
+    Xrel, _, S, vec6, mat6, tmp33 = tree_views(dlay, df)
+    return aba_kernel(
+        topo, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6, tmp33, qdd
+    )
+
+
+@njit(cache=True)
+def _rnea_entry(mlay, mi, mf, dlay, df, q, v, a, fext, tau):
+    """``rnea_kernel`` on the packed model and data buffers."""
+    topo, _, _, jgeom, inertia, gravity, _, _ = model_views(mlay, mi, mf)
+    Xrel, _, S, vec6, _, tmp33 = tree_views(dlay, df)
+    rnea_kernel(topo, jgeom, inertia, gravity, q, v, a, fext, Xrel, S, vec6, tmp33, tau)
+
+
+@njit(cache=True)
+def _crba_entry(mlay, mi, mf, dlay, df, q, M):
+    """``crba_kernel`` on the packed model and data buffers."""
+    topo, _, _, jgeom, inertia, _, _, _ = model_views(mlay, mi, mf)
+    Xrel, _, S, vec6, mat6, tmp33 = tree_views(dlay, df)
+    crba_kernel(topo, jgeom, inertia, q, Xrel, S, vec6, mat6, tmp33, M)
+
+
+_ABA = _Entry(_aba_entry)
+_RNEA = _Entry(_rnea_entry)
+_CRBA = _Entry(_crba_entry)
 
 
 def rnea(model, q, v, a, fext=None, data=None):
     """Inverse dynamics of the tree: τ = M(q) a + h(q, v) - Σ Jᵀ fext (nv,)."""
-    d = model.data if data is None else data
+    d = (model._data or model.data) if data is None else data
     nv = model.nv
     q = configuration(model, q)
     v = vector(v, nv, "v", model)
     a = vector(a, nv, "a", model)
     tau = np.empty(nv)
-    (_RNEA.call if type(d) is Data else rnea_kernel)(
-        model.topo, model.jgeom, model.inertia, model.gravity, q, v, a,
-        d.fext_zero if fext is None else wrenches(model, fext),
-        d.Xrel, d.S, d.vec6, d.tmp33, tau,
+    (_RNEA.call if type(d) is Data else _rnea_entry)(
+        model.mlay, model.mi, model.mf, d.dlay, d.df, q, v, a,
+        d.fext_zero if fext is None else wrenches(model, fext), tau,
     )  # fmt: skip
     return tau
 
@@ -74,27 +100,26 @@ def nonlinear_effects(model, q, v, data=None):
 
 def crba(model, q, data=None):
     """Joint-space inertia matrix M(q) (nv × nv), symmetric positive definite."""
-    d = model.data if data is None else data
+    d = (model._data or model.data) if data is None else data
     q = configuration(model, q)
     M = np.empty((model.nv, model.nv))
-    (_CRBA.call if type(d) is Data else crba_kernel)(
-        model.topo, model.jgeom, model.inertia, q, d.Xrel, d.S, d.vec6, d.mat6, d.tmp33, M
+    (_CRBA.call if type(d) is Data else _crba_entry)(
+        model.mlay, model.mi, model.mf, d.dlay, d.df, q, M
     )
     return M
 
 
 def aba(model, q, v, tau, fext=None, data=None):
     """Forward dynamics of the tree, O(n): q̈ = M⁻¹ (τ - h + Σ Jᵀ fext) (nv,)."""
-    d = model.data if data is None else data
+    d = (model._data or model.data) if data is None else data
     nv = model.nv
     q = configuration(model, q)
     v = vector(v, nv, "v", model)
     tau = vector(tau, nv, "tau", model)
     qdd = np.empty(nv)
-    bad = (_ABA.call if type(d) is Data else aba_kernel)(
-        model.topo, model.jgeom, model.inertia, model.gravity, q, v, tau,
-        d.fext_zero if fext is None else wrenches(model, fext),
-        d.Xrel, d.S, d.vec6, d.mat6, d.tmp33, qdd,
+    bad = (_ABA.call if type(d) is Data else _aba_entry)(
+        model.mlay, model.mi, model.mf, d.dlay, d.df, q, v, tau,
+        d.fext_zero if fext is None else wrenches(model, fext), qdd,
     )  # fmt: skip
     if bad >= 0:
         raise SingularityError(
