@@ -33,7 +33,6 @@ def slm_kernel(
     Y, Sm, x, fext, qdd, lam,
 ):  # fmt: skip
     """``lam`` (len(rows)) by eq. (12), ``qdd`` by ABA; returns Ĩ's pivot ratio (0: singular)."""
-    n = phi.shape[0]
     r = rows.shape[0]
     if not (all_finite(q) and all_finite(v) and all_finite(tau)):
         return NONFINITE_INPUT
@@ -41,6 +40,26 @@ def slm_kernel(
         topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, q, v, tau,
         Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, fext_none, Phi, J, gamma, M, phi, True,
     )  # fmt: skip
+    ratio = slm_multipliers(M, J, phi, gamma, rows, Y, Sm, x, lam)
+    if ratio < 1e-14:
+        return ratio
+    # q̈ by the O(n) tree algorithm with λ as external wrenches (eq. 11)
+    closure_body_wrenches(topo, Xw, cl_body, row_int, rw, cw, rows, lam, fext)
+    aba_kernel(topo, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6, tmp33, qdd)
+    if not (all_finite(qdd) and all_finite(lam[:r])):
+        return NONFINITE_OUTPUT
+    return ratio
+
+
+@njit(cache=True)
+def slm_multipliers(M, J, phi, gamma, rows, Y, Sm, x, lam):
+    """λ on ``rows`` by eq. (12) from M (factored in place), J, φ and γ.
+
+    Cholesky M = L Lᵀ, Y = L⁻¹ Jᵀ, x = M⁻¹ φ, Ĩ = Yᵀ Y, λ = Ĩ⁻¹ (γ - J x).
+    Returns Ĩ's pivot ratio (0: M or Ĩ singular).
+    """
+    n = phi.shape[0]
+    r = rows.shape[0]
     if cholesky_inplace(M, n) == 0.0:
         return 0.0
     # Y = L⁻¹ Jᵀ (columns), x = M⁻¹ φ
@@ -71,11 +90,6 @@ def slm_kernel(
         return ratio
     forward_subst(Sm, r, lam)
     backward_subst_t(Sm, r, lam)
-    # q̈ by the O(n) tree algorithm with λ as external wrenches (eq. 11)
-    closure_body_wrenches(topo, Xw, cl_body, row_int, rw, cw, rows, lam, fext)
-    aba_kernel(topo, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6, tmp33, qdd)
-    if not (all_finite(qdd) and all_finite(lam[:r])):
-        return NONFINITE_OUTPUT
     return ratio
 
 

@@ -36,13 +36,13 @@ from loopdyn.arena import closure_views, method_views, model_views, tree_views
 from loopdyn.constraints import bias_acceleration_kernel, closure_terms, closure_work
 from loopdyn.errors import SingularityError
 from loopdyn.kinematics import fk_kernel
-from loopdyn.linalg import backward_subst_t, cholesky_inplace, cholesky_solve, forward_subst
 from loopdyn.methods.common import (
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
     all_finite,
     closure_body_wrenches,
 )
+from loopdyn.methods.slm import slm_multipliers
 from loopdyn.spatial import inertia_to_parent_add
 from loopdyn.topology import elimination_order, topology
 from loopdyn.tree.aba import aba_kernel
@@ -1090,39 +1090,10 @@ def slm_lambda(M, J, phi, gamma, rows, Mf, Y, Sm, x, lam):
     For timing SLM against SSLM on the same inputs; returns Ĩ's pivot ratio.
     """
     n = phi.shape[0]
-    r = rows.shape[0]
     for i in range(n):
         for j in range(n):
             Mf[i, j] = M[i, j]
-    if cholesky_inplace(Mf, n) == 0.0:
-        return -1.0
-    for a in range(r):
-        ra = rows[a]
-        col = Y[:, a]
-        for j in range(n):
-            col[j] = J[ra, j]
-        forward_subst(Mf, n, col)
-    for i in range(n):
-        x[i] = phi[i]
-    cholesky_solve(Mf, n, x)
-    for a in range(r):
-        for b in range(a + 1):
-            s = 0.0
-            for j in range(n):
-                s += Y[j, a] * Y[j, b]
-            Sm[a, b] = s
-            Sm[b, a] = s
-        ra = rows[a]
-        s = gamma[ra]
-        for j in range(n):
-            s -= J[ra, j] * x[j]
-        lam[a] = s
-    ratio = cholesky_inplace(Sm, r)
-    if ratio < 1e-14:
-        return ratio
-    forward_subst(Sm, r, lam)
-    backward_subst_t(Sm, r, lam)
-    return ratio
+    return slm_multipliers(Mf, J, phi, gamma, rows, Y, Sm, x, lam)
 
 
 def lambda_stage(model, q, v, tau=None, method="sslm", rows=None):
