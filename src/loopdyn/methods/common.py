@@ -9,7 +9,7 @@ from loopdyn.tree.crba import crba_from_poses
 from loopdyn.tree.rnea import rnea_from_kinematics
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def system_terms(
     topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, q, v, tau,
     Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, fext_none, Phi, J, gamma, M, phi, want_M,
