@@ -54,6 +54,15 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
     if model.m == 0:
         return ForwardDynamicsResult(aba(model, q, v, tau, data=d), None, method, 0)
     info = getattr(d, "rank_info", None)
+    # fast path: independent rows known, none dropped, the method's packed kernel bound
+    bk = getattr(d, "bound_kernels", None)
+    b = bk.get(method) if bk is not None and info is not None and not info.dropped.size else None
+    if b is not None and b.rows is info.independent and b.call is not None:
+        qdd = np.empty(nv)
+        lam = np.empty(model.m)
+        ratio = b.call(*b.head, q, v, tau, qdd, lam)
+        if ratio > 0.0:
+            return ForwardDynamicsResult(qdd, lam, method, info.rank, info.dropped, 1.0 / ratio)
     if info is None:
         closure_work(model, d)
         info = _rank(model, q, d)
