@@ -1,4 +1,5 @@
-"""The ``loopdyn`` command line: ``loopdyn models``, ``loopdyn simulate MODEL ...``.
+"""The ``loopdyn`` command line: ``loopdyn models``, ``loopdyn simulate MODEL ...``,
+``loopdyn bench MODEL``.
 
     loopdyn simulate four_bar -p theta1=90deg --t-end 5 --out traj.csv \\
         --plot traj.png --animate traj.gif
@@ -283,6 +284,78 @@ def _summary(con, traj, total):
     for k, v in rows:
         table.add_row(k, v)
     con.print(table)
+
+
+@app.command()
+def bench(
+    model: Annotated[str, typer.Argument(help="catalog model, e.g. four_bar")] = "four_bar",
+    param: Annotated[
+        list[str] | None, typer.Option("--param", "-p", help="KEY=VALUE for the factory")
+    ] = None,
+    method: Annotated[
+        list[str] | None, typer.Option("--method", "-m", help="methods to time (default: all)")
+    ] = None,
+    seconds: Annotated[float, typer.Option(help="time budget per method")] = 0.3,
+):
+    """Time forward dynamics per call for each method (and Pinocchio, if installed).
+
+    Every method's q̈ is compared with the augmented oracle; Pinocchio's
+    constraintDynamics is timed alongside when the model's closures are
+    expressible there.  The full benchmarks live in ``benchmarks/``.
+    """
+    import timeit
+
+    from rich.table import Table
+
+    import loopdyn as ld
+
+    m = ld.examples.get(model, **_parse_params(param))
+    rng = np.random.default_rng(0)
+    q = np.array(m.q0)
+    v = np.zeros(m.nv)
+    v[m.actuated] = rng.normal(size=m.actuated.size)
+    v = ld.complete_velocity(m, q, v) if m.m else rng.normal(size=m.nv)
+    tau = np.zeros(m.nv)
+    tau[m.actuated] = rng.normal(size=m.actuated.size)
+    ref = ld.forward_dynamics(m, q, v, tau).qdd
+    scale = max(np.abs(ref).max(), 1e-300)
+
+    def per_call(fn):
+        fn()
+        n = max(1, int(seconds / max(timeit.timeit(fn, number=3) / 3, 1e-9) / 5))
+        return min(timeit.repeat(fn, number=n, repeat=5)) / n * 1e6
+
+    rows = []
+    for name in method or list(ld.dynamics.METHODS):
+        if name not in ld.dynamics.METHODS:
+            raise typer.BadParameter(
+                f"unknown method {name!r}; use {', '.join(ld.dynamics.METHODS)}"
+            )
+        err = np.abs(ld.forward_dynamics(m, q, v, tau, method=name).qdd - ref).max() / scale
+        t = per_call(lambda name=name: ld.forward_dynamics(m, q, v, tau, method=name))
+        rows.append((f"loopdyn {name}", t, err))
+    try:
+        import pinocchio as pin
+
+        from loopdyn.interop.pinocchio import PinocchioExport
+    except ImportError:
+        pin = None
+    ex = PinocchioExport(m) if pin is not None and m.m else None
+    if ex is not None and not ex.unexported:
+        qdd_pin = ex.constraint_dynamics(q, v, tau)
+        pd = ex.model.createData()
+        cds = [c.createData() for c in ex.constraints]
+        pin.initConstraintDynamics(ex.model, pd, ex.constraints, cds)
+        prox = pin.ProximalSettings(1e-12, 1e-8, 20)
+        args = (ex.model, pd, ex.q(q), ex.v(v), ex.v(tau), ex.constraints, cds, prox)
+        t = per_call(lambda: pin.constraintDynamics(*args))
+        rows.append(("pin.constraintDynamics", t, np.abs(qdd_pin - ref).max() / scale))
+    table = Table(title=f"{model}: forward dynamics per call (nv={m.nv}, m={m.m})")
+    for col, just in (("implementation", "left"), ("µs/call", "right"), ("rel. error", "right")):
+        table.add_column(col, justify=just)
+    for name, t, err in rows:
+        table.add_row(name, f"{t:.2f}", f"{err:.1e}")
+    _console().print(table)
 
 
 def main():  # pragma: no cover - console entry
