@@ -331,3 +331,42 @@ def test_fext_unknown_body_raises_model_error():
         ld.rnea(model, q, v, u, fext={"b1": np.zeros(6), "no_such_body": np.zeros(6)})
     with pytest.raises(ld.ModelError, match="out of range"):
         ld.rnea(model, q, v, u, fext={model.nbodies: np.zeros(6)})
+
+
+@pytest.mark.parametrize("where", ["q", "v", "tau", "fext"])
+def test_non_finite_inputs_raise_instead_of_returning_nan(where):
+    model = ld.examples.serial_arm()
+    q, v, tau = np.zeros(6), np.zeros(6), np.zeros(6)
+    fext = np.zeros((6, 6))
+    {"q": q, "v": v, "tau": tau}.get(where, fext.reshape(-1))[2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        ld.aba(model, q, v, tau, fext=fext)
+    with pytest.raises(ValueError, match="NaN"):
+        ld.rnea(model, q, v, tau, fext=fext)
+    if where == "q":
+        with pytest.raises(ValueError, match="NaN"):
+            ld.crba(model, q)
+
+
+def test_read_only_inputs_are_accepted():
+    """model.q0 is read-only: every entry point must compile for it too."""
+    model = ld.examples.serial_arm()
+    z = np.zeros(6)
+    z.setflags(write=False)
+    assert not model.q0.flags.writeable
+    np.testing.assert_array_equal(
+        ld.aba(model, model.q0, z, z), ld.aba(model, np.array(model.q0), 0 * z, 0 * z)
+    )
+    np.testing.assert_array_equal(
+        ld.rnea(model, model.q0, z, z), ld.rnea(model, np.array(model.q0), 0 * z, 0 * z)
+    )
+    np.testing.assert_array_equal(ld.crba(model, model.q0), ld.crba(model, np.array(model.q0)))
+    closed = ld.examples.four_bar()
+    zc = np.zeros(3)
+    zc.setflags(write=False)
+    for method in ld.dynamics.METHODS:
+        res = ld.forward_dynamics(closed, closed.q0, zc, zc, method=method)
+        ref = ld.forward_dynamics(
+            closed, np.array(closed.q0), np.zeros(3), np.zeros(3), method=method
+        )
+        np.testing.assert_allclose(res.qdd, ref.qdd, rtol=1e-14)

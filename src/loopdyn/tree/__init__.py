@@ -47,9 +47,34 @@ class _Entry:
         return out
 
 
+_NONFINITE = -2  # entry status: an input holds NaN or inf
+
+
+@njit(cache=True)
+def _vector_finite(x):
+    for i in range(x.shape[0]):
+        if not np.isfinite(x[i]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _finite(q, v, a, fext):
+    """True if every entry of the inputs is finite (nothing returns NaN silently)."""
+    if not (_vector_finite(q) and _vector_finite(v) and _vector_finite(a)):
+        return False
+    for i in range(fext.shape[0]):
+        for r in range(6):
+            if not np.isfinite(fext[i, r]):
+                return False
+    return True
+
+
 @njit(cache=True)
 def _aba_entry(mlay, mi, mf, dlay, df, q, v, tau, fext, qdd):
     """``aba_kernel`` on the packed model and data buffers (``loopdyn.arena``)."""
+    if not _finite(q, v, tau, fext):
+        return _NONFINITE
     topo, _, _, jgeom, inertia, gravity, _, _ = model_views(mlay, mi, mf)
     Xrel, _, S, vec6, mat6, tmp33 = tree_views(dlay, df)
     return aba_kernel(
@@ -59,18 +84,24 @@ def _aba_entry(mlay, mi, mf, dlay, df, q, v, tau, fext, qdd):
 
 @njit(cache=True)
 def _rnea_entry(mlay, mi, mf, dlay, df, q, v, a, fext, tau):
-    """``rnea_kernel`` on the packed model and data buffers."""
+    """``rnea_kernel`` on the packed model and data buffers; returns -1 or ``_NONFINITE``."""
+    if not _finite(q, v, a, fext):
+        return _NONFINITE
     topo, _, _, jgeom, inertia, gravity, _, _ = model_views(mlay, mi, mf)
     Xrel, _, S, vec6, _, tmp33 = tree_views(dlay, df)
     rnea_kernel(topo, jgeom, inertia, gravity, q, v, a, fext, Xrel, S, vec6, tmp33, tau)
+    return -1
 
 
 @njit(cache=True)
 def _crba_entry(mlay, mi, mf, dlay, df, q, M):
-    """``crba_kernel`` on the packed model and data buffers."""
+    """``crba_kernel`` on the packed model and data buffers; returns -1 or ``_NONFINITE``."""
+    if not _finite(q, q[:0], q[:0], M[:0]):
+        return _NONFINITE
     topo, _, _, jgeom, inertia, _, _, _ = model_views(mlay, mi, mf)
     Xrel, _, S, vec6, mat6, tmp33 = tree_views(dlay, df)
     crba_kernel(topo, jgeom, inertia, q, Xrel, S, vec6, mat6, tmp33, M)
+    return -1
 
 
 _ABA = _Entry(_aba_entry)
@@ -86,10 +117,12 @@ def rnea(model, q, v, a, fext=None, data=None):
     v = vector(v, nv, "v", model)
     a = vector(a, nv, "a", model)
     tau = np.empty(nv)
-    (_RNEA.call if type(d) is Data else _rnea_entry)(
+    status = (_RNEA.call if type(d) is Data else _rnea_entry)(
         model.mlay, model.mi, model.mf, d.dlay, d.df, q, v, a,
         d.fext_zero if fext is None else wrenches(model, fext), tau,
     )  # fmt: skip
+    if status == _NONFINITE:
+        raise ValueError(f"{model.name}: q, v, a or fext holds NaN or inf")
     return tau
 
 
@@ -103,9 +136,11 @@ def crba(model, q, data=None):
     d = (model._data or model.data) if data is None else data
     q = configuration(model, q)
     M = np.empty((model.nv, model.nv))
-    (_CRBA.call if type(d) is Data else _crba_entry)(
+    status = (_CRBA.call if type(d) is Data else _crba_entry)(
         model.mlay, model.mi, model.mf, d.dlay, d.df, q, M
     )
+    if status == _NONFINITE:
+        raise ValueError(f"{model.name}: q holds NaN or inf")
     return M
 
 
@@ -121,6 +156,8 @@ def aba(model, q, v, tau, fext=None, data=None):
         model.mlay, model.mi, model.mf, d.dlay, d.df, q, v, tau,
         d.fext_zero if fext is None else wrenches(model, fext), qdd,
     )  # fmt: skip
+    if bad == _NONFINITE:
+        raise ValueError(f"{model.name}: q, v, tau or fext holds NaN or inf")
     if bad >= 0:
         raise SingularityError(
             f"{model.name}: articulated inertia of joint {model.joint_names[bad]!r} is singular; "
