@@ -245,23 +245,10 @@ def closure_terms(
             r0 = r1
 
 
-class ClosureWork:
-    """Workspace for the constraint kernels of one model (kept in ``model.data``)."""
-
-    def __init__(self, model):
-        self.cw = np.zeros((max(model.nc, 1), 16, 3))
-        self.rw = np.zeros((max(model.m, 1), 3, 3))
-        self.Phi = np.zeros(model.m)
-        self.J = np.zeros((model.m, model.nv))
-        self.gamma = np.zeros(model.m)
-
-
 def closure_work(model, data=None):
+    """(data, its closure workspace ``Data.closure``: cw, rw, Φ, J, γ)."""
     d = model.data if data is None else data
-    cwk = getattr(d, "closure", None)
-    if cwk is None:
-        cwk = d.closure = ClosureWork(model)
-    return d, cwk
+    return d, d.closure
 
 
 def _evaluate(model, q, v, want_J, data):

@@ -66,30 +66,9 @@ _NO_ROWS = np.zeros(0, dtype=np.int64)
 _NO_ROWS.setflags(write=False)
 
 
-class DynWork:
-    """Workspace of the multiplier methods for one model."""
-
-    def __init__(self, model):
-        n, m = model.nv, model.m
-        self.M = np.zeros((n, n))
-        self.phi = np.zeros(n)
-        self.zeros_nv = np.zeros(n)
-        self.K = np.zeros((n + m, n + m))
-        self.rhs = np.zeros(n + m)
-        self.piv = np.zeros(n + m, dtype=np.int64)
-        self.Y = np.zeros((n, max(m, 1)))
-        self.Sm = np.zeros((max(m, 1), max(m, 1)))
-        self.x = np.zeros(n)
-        self.lam = np.zeros(max(m, 1))
-        self.fext = np.zeros((max(model.nbodies, 1), 6))
-        self.fext_none = np.zeros((0, 6))
-
-
 def dyn_work(model, data):
-    w = getattr(data, "dyn", None)
-    if w is None:
-        w = data.dyn = DynWork(model)
-    return w
+    """The multiplier methods' workspace of ``data`` (``Data.dyn``)."""
+    return data.dyn
 
 
 class ForwardDynamicsResult:
@@ -172,14 +151,3 @@ def bound_kernel(name, kernel, model, d, rows):
     if b is None or b.rows is not rows:
         b = cache[name] = BoundKernel(kernel, model, d, rows)
     return b
-
-
-def kernel_args(model, q, v, tau, rows, d):
-    """The argument tuple shared by the dense method kernels (model, state, workspaces)."""
-    w = d.closure
-    k = dyn_work(model, d)
-    return k, (
-        model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
-        model.row_int, model.row_vec, rows, q, v, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6,
-        d.tmp33, w.cw, w.rw, k.zeros_nv, k.fext_none, w.Phi, w.J, w.gamma, k.M, k.phi,
-    )  # fmt: skip
