@@ -10,7 +10,7 @@ the oracle every other method is tested against.
 import numpy as np
 from numba import njit
 
-from loopdyn.arena import closure_views, method_views, model_views, tree_views
+from loopdyn.arena import closure_views, entry_kernel, method_views, model_views, tree_views
 from loopdyn.linalg import lu_inplace, lu_solve
 from loopdyn.methods.common import (
     NONFINITE_INPUT,
@@ -62,7 +62,7 @@ def augmented_kernel(
     return ratio
 
 
-@njit(cache=True)
+@entry_kernel
 def augmented_entry(mlay, mi, mf, dlay, df, piv, rows, q, v, tau, qdd, lam):
     """``augmented_kernel`` on the packed model and data buffers (``loopdyn.arena``)."""
     topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)

@@ -13,7 +13,7 @@ systems").
 import numpy as np
 from numba import njit
 
-from loopdyn.arena import closure_views, method_views, model_views, tree_views
+from loopdyn.arena import closure_views, entry_kernel, method_views, model_views, tree_views
 from loopdyn.linalg import backward_subst_t, cholesky_inplace, cholesky_solve, forward_subst
 from loopdyn.methods.common import (
     NONFINITE_INPUT,
@@ -93,7 +93,7 @@ def slm_multipliers(M, J, phi, gamma, rows, Y, Sm, x, lam):
     return ratio
 
 
-@njit(cache=True)
+@entry_kernel
 def slm_entry(mlay, mi, mf, dlay, df, piv, rows, q, v, tau, qdd, lam):
     """``slm_kernel`` on the packed model and data buffers (``loopdyn.arena``)."""
     topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)

@@ -11,7 +11,7 @@ array) and call the compiled kernels through :class:`_Entry`.
 import numpy as np
 from numba import njit, typeof
 
-from loopdyn.arena import model_views, tree_views
+from loopdyn.arena import entry_kernel, model_views, tree_views
 from loopdyn.errors import SingularityError
 from loopdyn.model import Data
 from loopdyn.tree.aba import aba_kernel
@@ -70,7 +70,7 @@ def _finite(q, v, a, fext):
     return True
 
 
-@njit(cache=True)
+@entry_kernel
 def _aba_entry(mlay, mi, mf, dlay, df, q, v, tau, fext, qdd):
     """``aba_kernel`` on the packed model and data buffers (``loopdyn.arena``)."""
     if not _finite(q, v, tau, fext):
@@ -82,7 +82,7 @@ def _aba_entry(mlay, mi, mf, dlay, df, q, v, tau, fext, qdd):
     )
 
 
-@njit(cache=True)
+@entry_kernel
 def _rnea_entry(mlay, mi, mf, dlay, df, q, v, a, fext, tau):
     """``rnea_kernel`` on the packed model and data buffers; returns -1 or ``_NONFINITE``."""
     if not _finite(q, v, a, fext):
@@ -93,7 +93,7 @@ def _rnea_entry(mlay, mi, mf, dlay, df, q, v, a, fext, tau):
     return -1
 
 
-@njit(cache=True)
+@entry_kernel
 def _crba_entry(mlay, mi, mf, dlay, df, q, M):
     """``crba_kernel`` on the packed model and data buffers; returns -1 or ``_NONFINITE``."""
     if not _finite(q, q[:0], q[:0], M[:0]):
