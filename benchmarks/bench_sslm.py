@@ -38,13 +38,13 @@ from numba import njit
 
 sys.path.insert(0, str(Path(__file__).parent))
 import loopdyn as ld
+from bench_closed import _state
 from bench_tree import per_call_us
 from loopdyn.examples.paper_mechanisms import (
     CARPET_SCRAPER_THETA1_DOT,
     THREE_RRR_THETA,
 )
 from loopdyn.methods import slm, sslm
-from loopdyn.methods.common import kernel_args
 
 # Tables 3 and 4 of the paper: seconds, (SLM, SSLM)
 PAPER_T4 = {"carpet_scraper": (0.3045, 0.2205), "three_rrr": (0.2055, 0.1575)}
@@ -98,23 +98,18 @@ def kernel_ns(calls, repeat, min_time):
     return [1e9 * float(np.min(r)) for r in runs]
 
 
-def _state(model, seed=0):
-    rng = np.random.default_rng(seed)
-    v = np.zeros(model.nv)
-    v[model.actuated] = rng.normal(size=model.actuated.size)
-    v = ld.complete_velocity(model, model.q0, v)
-    tau = np.zeros(model.nv)
-    tau[model.actuated] = rng.normal(size=model.actuated.size)
-    return np.array(model.q0), v, tau
-
-
 def _fd_kernels(model, q, v, tau):
     """The compiled forward-dynamics kernels of SLM and SSLM with their arguments."""
     rows = np.arange(model.m, dtype=np.int64)
     d = model.create_data()
     ld.constraints(model, q, data=d)
-    k, args = kernel_args(model, q, v, tau, rows, d)
-    a_slm = (*args, k.Y, k.Sm, k.x, k.fext, np.empty(model.nv), np.empty(model.m))
+    w, k = d.closure, d.dyn
+    a_slm = (
+        model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
+        model.row_int, model.row_vec, rows, q, v, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6,
+        d.tmp33, w.cw, w.rw, k.zeros_nv, k.fext_none, w.Phi, w.J, w.gamma, k.M, k.phi,
+        k.Y, k.Sm, k.x, k.fext, np.empty(model.nv), np.empty(model.m),
+    )  # fmt: skip
     d2 = model.create_data()
     ld.constraints(model, q, data=d2)
     plan = sslm.sslm_work(model, d2).plan(model, rows)

@@ -83,3 +83,10 @@ def mixed_mechanism(kind, planar=False):
     b.add_closure("c1", "fa", "fb", kind, translation_axes=[(1, 0, 0)], rotation_axes=[(0, 1, 1)])
     b.add_closure("c2", "fg", "fa", "revolute" if planar else "ball")
     return b.build()
+
+
+def catalog_states(name, n=4, seed=0):
+    """(model, [n consistent random (q, v, tau)]) of catalog model ``name``."""
+    model = closed_model(name)
+    rng = np.random.default_rng(seed)
+    return model, [consistent_state(model, rng) for _ in range(n)]

@@ -4,21 +4,15 @@ import numpy as np
 import pytest
 
 import loopdyn as ld
-from closed_helpers import CLOSED, closed_model, consistent_state
+from closed_helpers import CLOSED, catalog_states, closed_model, consistent_state
 from loopdyn.examples.shapes import rod
 
 METHODS = ["augmented", "slm"]
 
 
-def _states(name, n=4, seed=0):
-    model = closed_model(name)
-    rng = np.random.default_rng(seed)
-    return model, [consistent_state(model, rng) for _ in range(n)]
-
-
 @pytest.mark.parametrize("name", list(CLOSED))
 def test_slm_equals_augmented(name):
-    model, states = _states(name)
+    model, states = catalog_states(name)
     for q, v, tau in states:
         a = ld.forward_dynamics(model, q, v, tau, method="augmented")
         s = ld.forward_dynamics(model, q, v, tau, method="slm")
@@ -35,7 +29,7 @@ def test_against_pinocchio_constraint_dynamics(name):
     pytest.importorskip("pinocchio")
     from loopdyn.interop.pinocchio import PinocchioExport
 
-    model, states = _states(name, n=3, seed=1)
+    model, states = catalog_states(name, n=3, seed=1)
     ex = PinocchioExport(model)
     if ex.unexported:
         pytest.skip(f"Pinocchio cannot express {ex.unexported}")
@@ -49,7 +43,7 @@ def test_against_pinocchio_constraint_dynamics(name):
 @pytest.mark.parametrize("name", list(CLOSED))
 def test_power_balance(name):
     """d/dt (T + V) = τ·q̇: closure forces do no work."""
-    model, states = _states(name, n=2, seed=2)
+    model, states = catalog_states(name, n=2, seed=2)
     h = 1e-5
     for q, v, tau in states:
         qdd = ld.forward_dynamics(model, q, v, tau).qdd
@@ -65,7 +59,7 @@ def test_power_balance(name):
 @pytest.mark.parametrize("name", list(CLOSED))
 @pytest.mark.parametrize("method", METHODS)
 def test_inverse_then_forward_dynamics(name, method):
-    model, states = _states(name, n=2, seed=3)
+    model, states = catalog_states(name, n=2, seed=3)
     rng = np.random.default_rng(0)
     for q, v, _ in states:
         tau = np.zeros(model.nv)
@@ -82,7 +76,7 @@ def test_inverse_then_forward_dynamics(name, method):
 @pytest.mark.parametrize("name", list(CLOSED))
 def test_multipliers_are_the_cut_joint_reactions(name):
     """The RNEA of the cut (open) system with the closure wrenches applied returns τ."""
-    model, states = _states(name, n=2, seed=4)
+    model, states = catalog_states(name, n=2, seed=4)
     for q, v, tau in states:
         fd = ld.forward_dynamics(model, q, v, tau)
         fext = ld.closure_wrenches(model, q, fd.lam)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import loopdyn as ld
-from closed_helpers import CLOSED, closed_model, consistent_state, mixed_mechanism
+from closed_helpers import CLOSED, catalog_states, closed_model, consistent_state, mixed_mechanism
 from loopdyn import topology as T
 from loopdyn.examples.paper_mechanisms import (
     CARPET_SCRAPER_THETA1_DOT,
@@ -23,16 +23,10 @@ def _close(actual, desired, rtol=1e-10):
     np.testing.assert_allclose(actual, desired, rtol=0, atol=rtol * np.abs(desired).max())
 
 
-def _states(name, n=4, seed=0):
-    model = closed_model(name)
-    rng = np.random.default_rng(seed)
-    return model, [consistent_state(model, rng) for _ in range(n)]
-
-
 # --------------------------------------------------------------- against the oracle
 @pytest.mark.parametrize("name", list(CLOSED))
 def test_sslm_equals_augmented(name):
-    model, states = _states(name)
+    model, states = catalog_states(name)
     for q, v, tau in states:
         a = ld.forward_dynamics(model, q, v, tau, method="augmented")
         s = ld.forward_dynamics(model, q, v, tau, method="sslm")
@@ -67,7 +61,7 @@ def _ring(n=4, seed=0):
     ]
 
 
-def test_sslm_with_fill_in_and_unassembled_states():
+def test_sslm_with_fill_in_and_unassembledcatalog_states():
     model, states = _ring(5)
     plan = sslm.SSLMPlan(model, np.arange(model.m))
     assert len(plan.fill) > 0  # a cycle of loops cannot be eliminated without fill
@@ -118,7 +112,7 @@ def test_sslm_redundant_closures(kind, dropped):
 
 @pytest.mark.parametrize("name", PAPER)
 def test_inverse_then_forward_dynamics(name):
-    model, states = _states(name, n=2, seed=3)
+    model, states = catalog_states(name, n=2, seed=3)
     rng = np.random.default_rng(1)
     for q, v, _ in states:
         tau = np.zeros(model.nv)
@@ -154,7 +148,7 @@ def test_singular_gicm_is_reported_and_redundant_rows_dropped():
 # --------------------------------------------------------------- the λ stage alone
 @pytest.mark.parametrize("name", PAPER)
 def test_lambda_stage_slm_and_sslm_agree(name):
-    model, states = _states(name, n=1, seed=5)
+    model, states = catalog_states(name, n=1, seed=5)
     q, v, tau = states[0]
     out = {}
     for method in ("slm", "sslm"):
@@ -167,7 +161,7 @@ def test_lambda_stage_slm_and_sslm_agree(name):
 
 @pytest.mark.parametrize("parallel", [False, True])
 def test_subsystems_are_independent_once_lambda_is_known(parallel):
-    model, states = _states("carpet_scraper", n=2, seed=7)
+    model, states = catalog_states("carpet_scraper", n=2, seed=7)
     for q, v, tau in states:
         fd = ld.forward_dynamics(model, q, v, tau, method="sslm")
         qdd = sslm.subsystem_accelerations(model, q, v, tau, fd.lam, parallel=parallel)
@@ -177,7 +171,7 @@ def test_subsystems_are_independent_once_lambda_is_known(parallel):
 # --------------------------------------------------------------- the GICM
 @pytest.mark.parametrize("name", list(CLOSED))
 def test_gicm_spd_with_zero_blocks_exactly_where_loops_share_no_subsystem(name):
-    model, states = _states(name, n=2, seed=11)
+    model, states = catalog_states(name, n=2, seed=11)
     topo = T.topology(model)
     for q, v, tau in states:
         g = ld.gicm(model, q, v, tau)
@@ -236,7 +230,7 @@ def test_J_block_pattern_matches_the_paper(name):
     model = closed_model(name)
     topo = T.topology(model)
     np.testing.assert_array_equal(topo.incidence, np.array(PATTERNS[name], bool))
-    _, states = _states(name, n=2, seed=13)
+    _, states = catalog_states(name, n=2, seed=13)
     for q, _, _ in states:
         J = ld.constraint_jacobian(model, q)
         for i, lp in enumerate(topo.loops):
@@ -372,7 +366,7 @@ def test_catalog_lists_the_paper_mechanisms():
 @pytest.mark.parametrize("name", PAPER)
 def test_eq21_qdd_from_phi_hat_and_I_hat(name):
     """q̈_j = φ̂_j + Σ_i Î_{i,j}ᵀ λ_i (eqs. 19–21); Î has the block pattern of J (eq. 22)."""
-    model, states = _states(name, n=1, seed=17)
+    model, states = catalog_states(name, n=1, seed=17)
     q, v, tau = states[0]
     g = ld.gicm(model, q, v, tau)
     fd = ld.forward_dynamics(model, q, v, tau, method="sslm")
