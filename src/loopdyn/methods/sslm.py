@@ -32,7 +32,7 @@ preallocated buffers (``SSLMWork``, kept on the ``Data`` object).
 import numpy as np
 from numba import njit, prange, typeof
 
-from loopdyn.arena import closure_views, method_views, model_views, tree_views
+from loopdyn.arena import closure_views, entry_kernel, method_views, model_views, tree_views
 from loopdyn.constraints import bias_acceleration_kernel, closure_terms, closure_work
 from loopdyn.errors import SingularityError
 from loopdyn.kinematics import fk_kernel
@@ -967,7 +967,7 @@ def _aba_subsystems(sub, tloc, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S
         )  # fmt: skip
 
 
-@njit(cache=True)
+@entry_kernel
 def sslm_entry(mlay, mi, mf, dlay, df, ip, fw, rows, q, v, tau, qdd, lam):
     """``sslm_kernel`` on the packed model, data and plan buffers (``loopdyn.arena``)."""
     topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)
