@@ -338,3 +338,28 @@ def test_tree_workspace_memory_is_linear_in_the_bodies():
     sizes = {L: ld.examples.spatial_ladder_tree(L).create_data().df.size for L in (8, 16, 32)}
     per_body = [sizes[L] / (2 * L + 1) for L in sizes]
     assert max(per_body) - min(per_body) < 0.05 * min(per_body)
+
+
+def test_arena_block_is_a_view_like_reshape():
+    """``arena.block`` (the entry kernels' views) equals slice + reshape and shares memory."""
+    from numba import njit
+
+    from loopdyn.arena import block
+
+    @njit
+    def views(buf, n):
+        a = block(buf, 2, (n, 3))
+        b = block(buf, 1, 4)
+        c = block(buf, 0, (2, 2, 2))
+        a[1, 2] = -1.0
+        return a, b, c
+
+    buf = np.arange(20.0)
+    a, b, c = views(buf, 2)
+    expected = np.arange(2.0, 8.0).reshape(2, 3)
+    expected[1, 2] = -1.0
+    np.testing.assert_array_equal(a, expected)
+    assert buf[7] == -1.0 and a[1, 2] == -1.0  # a write through the view reaches the buffer
+    np.testing.assert_array_equal(b, buf[1:5])
+    np.testing.assert_array_equal(c, buf[:8].reshape(2, 2, 2))
+    assert a.flags.c_contiguous and np.shares_memory(a, buf) and np.shares_memory(c, buf)

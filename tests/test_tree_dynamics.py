@@ -343,9 +343,30 @@ def test_non_finite_inputs_raise_instead_of_returning_nan(where):
         ld.aba(model, q, v, tau, fext=fext)
     with pytest.raises(ValueError, match="NaN"):
         ld.rnea(model, q, v, tau, fext=fext)
+    if where != "fext":  # the fast path (no fext): the entry kernel's check
+        with pytest.raises(ValueError, match="NaN"):
+            ld.aba(model, q, v, tau)
+        with pytest.raises(ValueError, match="NaN"):
+            ld.rnea(model, q, v, tau)
     if where == "q":
         with pytest.raises(ValueError, match="NaN"):
             ld.crba(model, q)
+
+
+def test_data_of_another_model_is_rejected():
+    arm, other = ld.examples.serial_arm(), ld.examples.random_tree(3, seed=0)
+    z = np.zeros(6)
+    for call in (
+        lambda: ld.aba(arm, z, z, z, data=other.create_data()),
+        lambda: ld.rnea(arm, z, z, z, data=other.create_data()),
+        lambda: ld.crba(arm, z, data=other.create_data()),
+    ):
+        with pytest.raises(ValueError, match="create_data"):
+            call()
+    # a second Data of the same model is fine and gives the same result
+    q, v, u = random_state(arm, 5)
+    fresh = arm.create_data()
+    np.testing.assert_array_equal(ld.aba(arm, q, v, u, data=fresh), ld.aba(arm, q, v, u))
 
 
 def test_read_only_inputs_are_accepted():

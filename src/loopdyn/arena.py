@@ -4,12 +4,17 @@ A numba kernel pays ~0.1 µs per array argument at every call.  The model's
 parameters and the data's workspaces are therefore stored in a few buffers (one
 float64 and one int64 each), with their familiar names as numpy views for
 Python code; entry kernels take the buffers plus a small int64 layout array and
-rebuild the same views inside the compiled code (``model_views`` /
-``data_views``), which costs nothing but pointer arithmetic.
+rebuild the same views inside the compiled code (``model_views``,
+``tree_views``, ...) with :func:`block`, which costs nothing but pointer
+arithmetic.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
 
 def entry_kernel(fn):
@@ -25,6 +30,58 @@ def entry_kernel(fn):
         return njit(cache=True, _nrt=False)(fn)
     except (TypeError, KeyError, ValueError):  # pragma: no cover - numba without the option
         return njit(cache=True)(fn)
+
+
+@intrinsic
+def block(typingctx, buf, start, shape):
+    """``buf[start : start + prod(shape)].reshape(shape)`` as a C-contiguous view.
+
+    ``buf`` is a 1-D C-contiguous array, ``start`` an integer and ``shape`` an
+    integer or a tuple of integers.  numba's ``reshape`` calls a C helper
+    (``numba_attempt_nocopy_reshape``, ~20 ns) even for a contiguous slice; an
+    entry kernel rebuilds up to 29 views per call, so this builds the array
+    structure directly: data pointer ``buf.data + start``, C strides, and
+    ``buf``'s memory owner (a view, like a slice).  No bounds check: the layouts
+    in this module are built together with the buffers they describe.
+    """
+    if not (isinstance(buf, types.Array) and buf.ndim == 1 and buf.layout == "C"):
+        return None
+    if not isinstance(start, types.Integer):
+        return None
+    if isinstance(shape, types.Integer):
+        dims_ty = (shape,)
+    elif isinstance(shape, types.BaseTuple) and all(isinstance(t, types.Integer) for t in shape):
+        dims_ty = tuple(shape)
+    else:
+        return None
+    retty = buf.copy(ndim=len(dims_ty), layout="C")
+
+    def codegen(context, builder, sig, args):
+        src = make_array(sig.args[0])(context, builder, args[0])
+        if isinstance(sig.args[2], types.Integer):
+            raw = [args[2]]
+        else:
+            raw = cgutils.unpack_tuple(builder, args[2], len(dims_ty))
+        dims = [context.cast(builder, x, t, types.intp) for x, t in zip(raw, dims_ty, strict=True)]
+        first = context.cast(builder, args[1], sig.args[1], types.intp)
+        strides = [None] * len(dims)
+        acc = src.itemsize
+        for k in range(len(dims) - 1, -1, -1):
+            strides[k] = acc
+            acc = builder.mul(acc, dims[k])
+        out = make_array(sig.return_type)(context, builder)
+        populate_array(
+            out,
+            data=builder.gep(src.data, [first]),
+            shape=dims,
+            strides=strides,
+            itemsize=src.itemsize,
+            meminfo=src.meminfo,
+            parent=src.parent,
+        )
+        return impl_ret_borrowed(context, builder, sig.return_type, out._getvalue())
+
+    return retty(buf, start, shape), codegen
 
 
 class Arena:
@@ -44,7 +101,7 @@ class Arena:
 
 
 # model arenas: int (topo, cl_body, row_int), float (jgeom, inertia, gravity, cl_X, row_vec);
-# model layout: [nb, nc, m, 3 int offsets, 5 float offsets]
+# model layout: [nb, nc, m, 3 int offsets, 5 float offsets, nq, nv]
 MODEL_INT = ("topo", "cl_body", "row_int")
 MODEL_FLOAT = ("jgeom", "inertia", "gravity", "cl_X", "row_vec")
 
@@ -65,15 +122,21 @@ def model_specs(nb, nc, m):
 def model_views(lay, mi, mf):
     """(topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec) from the model buffers."""
     nb, nc, m = lay[0], lay[1], lay[2]
-    topo = mi[lay[3] : lay[3] + nb * 6].reshape((nb, 6))
-    cl_body = mi[lay[4] : lay[4] + nc * 2].reshape((nc, 2))
-    row_int = mi[lay[5] : lay[5] + m * 2].reshape((m, 2))
-    jgeom = mf[lay[6] : lay[6] + nb * 18].reshape((nb, 6, 3))
-    inertia = mf[lay[7] : lay[7] + nb * 36].reshape((nb, 6, 6))
-    gravity = mf[lay[8] : lay[8] + 3]
-    cl_X = mf[lay[9] : lay[9] + nc * 24].reshape((nc, 2, 4, 3))
-    row_vec = mf[lay[10] : lay[10] + m * 6].reshape((m, 2, 3))
+    topo = block(mi, lay[3], (nb, 6))
+    cl_body = block(mi, lay[4], (nc, 2))
+    row_int = block(mi, lay[5], (m, 2))
+    jgeom = block(mf, lay[6], (nb, 6, 3))
+    inertia = block(mf, lay[7], (nb, 6, 6))
+    gravity = block(mf, lay[8], 3)
+    cl_X = block(mf, lay[9], (nc, 2, 4, 3))
+    row_vec = block(mf, lay[10], (m, 2, 3))
     return topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec
+
+
+@njit(cache=True, inline="always")
+def model_sizes(lay):
+    """(nq, nv) from the model layout."""
+    return lay[11], lay[12]
 
 
 # data arena (float): tree workspaces, then closure and multiplier-method workspaces.
@@ -118,12 +181,12 @@ def data_specs(nb, nc1, m1, m, nv):
 def tree_views(lay, df):
     """(Xrel, Xw, S, vec6, mat6, tmp33) from the data buffer."""
     nb = lay[0]
-    Xrel = df[lay[5] : lay[5] + nb * 12].reshape((nb, 4, 3))
-    Xw = df[lay[6] : lay[6] + nb * 12].reshape((nb, 4, 3))
-    S = df[lay[7] : lay[7] + nb * 36].reshape((nb, 6, 6))
-    vec6 = df[lay[8] : lay[8] + nb * 60].reshape((nb, 10, 6))
-    mat6 = df[lay[9] : lay[9] + nb * 144].reshape((nb, 4, 6, 6))
-    tmp33 = df[lay[10] : lay[10] + 27].reshape((3, 3, 3))
+    Xrel = block(df, lay[5], (nb, 4, 3))
+    Xw = block(df, lay[6], (nb, 4, 3))
+    S = block(df, lay[7], (nb, 6, 6))
+    vec6 = block(df, lay[8], (nb, 10, 6))
+    mat6 = block(df, lay[9], (nb, 4, 6, 6))
+    tmp33 = block(df, lay[10], (3, 3, 3))
     return Xrel, Xw, S, vec6, mat6, tmp33
 
 
@@ -131,14 +194,14 @@ def tree_views(lay, df):
 def closure_views(lay, df):
     """(cw, rw, zeros_nv, Phi, J, gamma, M, phi) from the data buffer."""
     nc1, m1, m, nv = lay[1], lay[2], lay[3], lay[4]
-    cw = df[lay[11] : lay[11] + nc1 * 48].reshape((nc1, 16, 3))
-    rw = df[lay[12] : lay[12] + m1 * 9].reshape((m1, 3, 3))
-    zeros_nv = df[lay[13] : lay[13] + nv]
-    Phi = df[lay[14] : lay[14] + m]
-    J = df[lay[15] : lay[15] + m * nv].reshape((m, nv))
-    gamma = df[lay[16] : lay[16] + m]
-    M = df[lay[17] : lay[17] + nv * nv].reshape((nv, nv))
-    phi = df[lay[18] : lay[18] + nv]
+    cw = block(df, lay[11], (nc1, 16, 3))
+    rw = block(df, lay[12], (m1, 3, 3))
+    zeros_nv = block(df, lay[13], nv)
+    Phi = block(df, lay[14], m)
+    J = block(df, lay[15], (m, nv))
+    gamma = block(df, lay[16], m)
+    M = block(df, lay[17], (nv, nv))
+    phi = block(df, lay[18], nv)
     return cw, rw, zeros_nv, Phi, J, gamma, M, phi
 
 
@@ -146,11 +209,11 @@ def closure_views(lay, df):
 def method_views(lay, df):
     """(K, rhs, Y, Sm, x, fext, lam) from the data buffer."""
     nb, m1, m, nv = lay[0], lay[2], lay[3], lay[4]
-    K = df[lay[19] : lay[19] + (nv + m) * (nv + m)].reshape((nv + m, nv + m))
-    rhs = df[lay[20] : lay[20] + nv + m]
-    Y = df[lay[21] : lay[21] + nv * m1].reshape((nv, m1))
-    Sm = df[lay[22] : lay[22] + m1 * m1].reshape((m1, m1))
-    x = df[lay[23] : lay[23] + nv]
-    fext = df[lay[24] : lay[24] + nb * 6].reshape((nb, 6))
-    lam = df[lay[25] : lay[25] + m1]
+    K = block(df, lay[19], (nv + m, nv + m))
+    rhs = block(df, lay[20], nv + m)
+    Y = block(df, lay[21], (nv, m1))
+    Sm = block(df, lay[22], (m1, m1))
+    x = block(df, lay[23], nv)
+    fext = block(df, lay[24], (nb, 6))
+    lam = block(df, lay[25], m1)
     return K, rhs, Y, Sm, x, fext, lam

@@ -12,6 +12,26 @@ _ND = np.ndarray
 _S8 = (8,)
 
 
+def f64_vectors(a, b, c):
+    """True if ``a``, ``b`` and ``c`` are 1-D C-contiguous float64 numpy arrays.
+
+    The API's fast path: what numba's compiled code needs to read them safely.
+    Lengths, finiteness and quaternions are then checked in the entry kernels
+    (``loopdyn.tree``), and any failure goes through the explaining checks below.
+    """
+    return (
+        type(a) is _ND
+        and type(b) is _ND
+        and type(c) is _ND
+        and a.dtype is _F64
+        and b.dtype is _F64
+        and c.dtype is _F64
+        and a.strides == _S8
+        and b.strides == _S8
+        and c.strides == _S8
+    )
+
+
 def vector(x, n, what, model):
     """``x`` as a contiguous float64 vector of length ``n`` (ValueError otherwise)."""
     # fast path: a 1-D float64 array with unit stride (so C-contiguous) of length n
@@ -33,6 +53,15 @@ def _vector(x, n, what, model):
     if x.shape != (n,):
         raise ValueError(f"{model.name}: {what} must have shape ({n},), got {x.shape}")
     return x
+
+
+@njit(cache=True)
+def all_finite(x):
+    """True if every entry of the vector x is finite (compiled; for kernels)."""
+    for i in range(x.shape[0]):
+        if not np.isfinite(x[i]):
+            return False
+    return True
 
 
 @njit(cache=True)

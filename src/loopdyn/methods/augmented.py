@@ -10,15 +10,15 @@ the oracle every other method is tested against.
 import numpy as np
 from numba import njit
 
-from loopdyn.arena import closure_views, entry_kernel, method_views, model_views, tree_views
+from loopdyn.arena import block, closure_views, entry_kernel, method_views, model_views, tree_views
 from loopdyn.linalg import lu_inplace, lu_solve
 from loopdyn.methods.common import (
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
-    all_finite,
     bound_kernel,
     system_terms,
 )
+from loopdyn.validation import all_finite
 
 
 @njit(cache=True)
@@ -71,7 +71,7 @@ def augmented_entry(mlay, mi, mf, dlay, df, piv, rows, q, v, tau, qdd, lam):
     K, rhs, _, _, _, _, _ = method_views(dlay, df)
     return augmented_kernel(
         topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
-        Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, zeros_nv[:0].reshape((0, 6)), Phi, J,
+        Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, block(zeros_nv, 0, (0, 6)), Phi, J,
         gamma, M, phi, K, rhs, piv, qdd, lam,
     )  # fmt: skip
 

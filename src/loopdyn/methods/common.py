@@ -105,15 +105,6 @@ NONFINITE_INPUT = -3.0  # kernel status: q, v or tau holds NaN/inf
 NONFINITE_OUTPUT = -2.0  # kernel status: the result is not finite
 
 
-@njit(cache=True)
-def all_finite(x):
-    """True if every entry of the vector x is finite."""
-    for i in range(x.shape[0]):
-        if not np.isfinite(x[i]):
-            return False
-    return True
-
-
 class BoundKernel:
     """A method's packed entry kernel with the model and workspace buffers bound.
 

@@ -13,17 +13,17 @@ systems").
 import numpy as np
 from numba import njit
 
-from loopdyn.arena import closure_views, entry_kernel, method_views, model_views, tree_views
+from loopdyn.arena import block, closure_views, entry_kernel, method_views, model_views, tree_views
 from loopdyn.linalg import backward_subst_t, cholesky_inplace, cholesky_solve, forward_subst
 from loopdyn.methods.common import (
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
-    all_finite,
     bound_kernel,
     closure_body_wrenches,
     system_terms,
 )
 from loopdyn.tree.aba import aba_kernel
+from loopdyn.validation import all_finite
 
 
 @njit(cache=True)
@@ -102,7 +102,7 @@ def slm_entry(mlay, mi, mf, dlay, df, piv, rows, q, v, tau, qdd, lam):
     _, _, Y, Sm, x, fext, _ = method_views(dlay, df)
     return slm_kernel(
         topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
-        Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, zeros_nv[:0].reshape((0, 6)), Phi, J,
+        Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, block(zeros_nv, 0, (0, 6)), Phi, J,
         gamma, M, phi, Y, Sm, x, fext, qdd, lam,
     )  # fmt: skip
 

@@ -32,14 +32,13 @@ preallocated buffers (``SSLMWork``, kept on the ``Data`` object).
 import numpy as np
 from numba import njit, prange, typeof
 
-from loopdyn.arena import closure_views, entry_kernel, method_views, model_views, tree_views
+from loopdyn.arena import block, closure_views, entry_kernel, method_views, model_views, tree_views
 from loopdyn.constraints import bias_acceleration_kernel, closure_terms, closure_work
 from loopdyn.errors import SingularityError
 from loopdyn.kinematics import fk_kernel
 from loopdyn.methods.common import (
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
-    all_finite,
     closure_body_wrenches,
 )
 from loopdyn.methods.slm import slm_multipliers
@@ -47,6 +46,7 @@ from loopdyn.spatial import inertia_to_parent_add
 from loopdyn.topology import elimination_order, topology
 from loopdyn.tree.aba import aba_kernel
 from loopdyn.tree.rnea import rnea_from_kinematics
+from loopdyn.validation import all_finite
 
 # ------------------------------------------------------------------ the plan
 # header of the packed int64 plan: counts, then section offsets
@@ -977,7 +977,7 @@ def sslm_entry(mlay, mi, mf, dlay, df, ip, fw, rows, q, v, tau, qdd, lam):
     return sslm_kernel(
         topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
         Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, Phi, J, gamma, rows.shape[0] < row_int.shape[0],
-        ip, fw, fext, zeros_nv[:0].reshape((0, 6)), qdd, lam,
+        ip, fw, fext, block(zeros_nv, 0, (0, 6)), qdd, lam,
     )  # fmt: skip
 
 

@@ -236,7 +236,7 @@ class Model:
                 view.setflags(write=False)
                 setattr(self, name, view)
         self.mi, self.mf = _readonly(ai.buf), _readonly(af.buf)
-        lay = [self.nbodies, self.nc, self.m, *ai.offsets[:-1], *af.offsets[:-1]]
+        lay = [self.nbodies, self.nc, self.m, *ai.offsets[:-1], *af.offsets[:-1], self.nq, self.nv]
         self.mlay = _readonly(np.array(lay, dtype=np.int64))
 
     def closure_index(self, name):
@@ -381,6 +381,9 @@ class Data:
         self.Xrel, self.Xw, self.S = v["Xrel"], v["Xw"], v["S"]
         self.vec6, self.mat6, self.tmp33 = v["vec6"], v["mat6"], v["tmp33"]
         self.fext_zero = np.zeros((0, 6))
+        self.model = model
+        # the entry kernels' leading arguments (loopdyn.arena), in one tuple
+        self.head = (model.mlay, model.mi, model.mf, self.dlay, self.df)
         # closure kinematics (loopdyn.constraints) and multiplier methods (loopdyn.methods)
         self.closure = _Workspace(cw=v["cw"], rw=v["rw"], Phi=v["Phi"], J=v["J"], gamma=v["gamma"])
         self.piv = np.zeros(nv + m, dtype=np.int64)
