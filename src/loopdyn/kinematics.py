@@ -11,32 +11,27 @@ import numpy as np
 from numba import njit
 
 from loopdyn.model.joints import (
-    FIXED,
     FREE,
     PRISMATIC,
     REVOLUTE,
     SPHERICAL,
     UNIVERSAL,
-    joint_bias,
-    joint_motion,
 )
 from loopdyn.spatial import motion_to_child_at
 
 LOCAL, WORLD = 0, 1
-_KNOWN_MAX = max(REVOLUTE, PRISMATIC, FIXED, UNIVERSAL, SPHERICAL, FREE)
 _REFERENCES = {"local": LOCAL, "world": WORLD, "local_world_aligned": WORLD}
 
 # Performance: the per-body kernels below index the Data arrays directly.  Taking a
 # view (``Xrel[i]``, ``S[i]``) costs two atomic reference-count updates in numba,
 # and a call with view arguments more, which used to be half the time of a pass.
-# The joint formulas are those of ``loopdyn.model.joints.joint_motion`` /
-# ``joint_bias`` (same operations, same rounding); joint types unknown here fall
-# back to those functions.
+# The joint formulas (the table in ``loopdyn.model.joints``) live in ``body_pose``
+# and ``body_velocity``, one branch per joint type.
 
 
 @njit(cache=True, inline="always")
 def _rodrigues(x, y, z, theta):
-    """R = exp(θ [axis]×) as a row-major 9-tuple (``spatial.rot_axis_angle``)."""
+    """Rodrigues: R = exp(θ [axis]×) for a unit axis, as a row-major 9-tuple."""
     c = np.cos(theta)
     s = np.sin(theta)
     t = 1.0 - c
@@ -55,7 +50,7 @@ def _rodrigues(x, y, z, theta):
 
 @njit(cache=True, inline="always")
 def _quat_rot(q, k):
-    """Rotation of the quaternion ``q[k:k+4]`` (w, x, y, z), normalised (as ``quat_to_rot``)."""
+    """Rotation of the quaternion ``q[k:k+4]`` (w, x, y, z), normalised on the fly."""
     w, x, y, z = q[k], q[k + 1], q[k + 2], q[k + 3]
     n2 = w * w + x * x + y * y + z * z
     s = 2.0 / n2
@@ -141,22 +136,8 @@ def body_pose(i, topo, jgeom, q, Xrel, S, vec6, tmp33):
         for r in range(6):
             for c in range(6):
                 S[i, r, c] = 1.0 if r == c else 0.0
-    elif jt == FIXED:
+    else:  # FIXED
         R = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
-    else:  # a joint type this fast path does not know: the generic kernel
-        joint_motion(jt, jgeom[i, 4], jgeom[i, 5], q, iq, tmp33[2], vec6[i, 6], S[i], tmp33)
-        R = (
-            tmp33[2, 0, 0],
-            tmp33[2, 0, 1],
-            tmp33[2, 0, 2],
-            tmp33[2, 1, 0],
-            tmp33[2, 1, 1],
-            tmp33[2, 1, 2],
-            tmp33[2, 2, 0],
-            tmp33[2, 2, 1],
-            tmp33[2, 2, 2],
-        )
-        pj0, pj1, pj2 = vec6[i, 6, 0], vec6[i, 6, 1], vec6[i, 6, 2]
     vec6[i, 6, 0] = pj0
     vec6[i, 6, 1] = pj1
     vec6[i, 6, 2] = pj2
@@ -210,10 +191,6 @@ def body_velocity(i, topo, v, Xrel, S, vec6):
         c0 = (S[i, 1, 0] * S[i, 2, 1] - S[i, 2, 0] * S[i, 1, 1]) * d1 * d2
         c1 = (S[i, 2, 0] * S[i, 0, 1] - S[i, 0, 0] * S[i, 2, 1]) * d1 * d2
         c2 = (S[i, 0, 0] * S[i, 1, 1] - S[i, 1, 0] * S[i, 0, 1]) * d1 * d2
-    elif jt > _KNOWN_MAX:  # a joint type this fast path does not know: the generic kernel
-        joint_bias(jt, S[i], v, iv, vec6[i, 5])
-        c0, c1, c2 = vec6[i, 5, 0], vec6[i, 5, 1], vec6[i, 5, 2]
-        c3, c4, c5 = vec6[i, 5, 3], vec6[i, 5, 4], vec6[i, 5, 5]
     vec6[i, 5, 0] = c0
     vec6[i, 5, 1] = c1
     vec6[i, 5, 2] = c2

@@ -17,57 +17,6 @@ from numba import njit
 
 
 @njit(cache=True, inline="always")
-def cross3(a, b, out):
-    """out = a × b (3-vectors; ``out`` must not alias the inputs)."""
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-
-
-@njit(cache=True, inline="always")
-def rot_axis_angle(axis, theta, R):
-    """Rodrigues: R = exp(θ [axis]×) for a unit ``axis``."""
-    c = np.cos(theta)
-    s = np.sin(theta)
-    t = 1.0 - c
-    x, y, z = axis[0], axis[1], axis[2]
-    R[0, 0] = t * x * x + c
-    R[0, 1] = t * x * y - s * z
-    R[0, 2] = t * x * z + s * y
-    R[1, 0] = t * x * y + s * z
-    R[1, 1] = t * y * y + c
-    R[1, 2] = t * y * z - s * x
-    R[2, 0] = t * x * z - s * y
-    R[2, 1] = t * y * z + s * x
-    R[2, 2] = t * z * z + c
-
-
-@njit(cache=True, inline="always")
-def quat_to_rot(q, k, R):
-    """Rotation matrix of the quaternion ``q[k:k+4] = (w, x, y, z)``, normalised on the fly."""
-    w, x, y, z = q[k], q[k + 1], q[k + 2], q[k + 3]
-    n2 = w * w + x * x + y * y + z * z
-    s = 2.0 / n2
-    R[0, 0] = 1.0 - s * (y * y + z * z)
-    R[0, 1] = s * (x * y - w * z)
-    R[0, 2] = s * (x * z + w * y)
-    R[1, 0] = s * (x * y + w * z)
-    R[1, 1] = 1.0 - s * (x * x + z * z)
-    R[1, 2] = s * (y * z - w * x)
-    R[2, 0] = s * (x * z - w * y)
-    R[2, 1] = s * (y * z + w * x)
-    R[2, 2] = 1.0 - s * (x * x + y * y)
-
-
-@njit(cache=True, inline="always")
-def matmul3(A, B, out):
-    """out = A @ B for 3×3 (``out`` must not alias the inputs)."""
-    for r in range(3):
-        for c in range(3):
-            out[r, c] = A[r, 0] * B[0, c] + A[r, 1] * B[1, c] + A[r, 2] * B[2, c]
-
-
-@njit(cache=True, inline="always")
 def motion_to_child(R, p, m, out):
     """out = iXλ m: a motion vector in λ coordinates expressed at the child origin, in i."""
     w0, w1, w2 = m[0], m[1], m[2]
@@ -78,23 +27,6 @@ def motion_to_child(R, p, m, out):
     for r in range(3):
         out[r] = R[0, r] * w0 + R[1, r] * w1 + R[2, r] * w2
         out[3 + r] = R[0, r] * u0 + R[1, r] * u1 + R[2, r] * u2
-
-
-@njit(cache=True, inline="always")
-def force_to_parent_add(R, p, f, out):
-    """out += iXλᵀ f: a wrench in child coordinates, added at the parent origin in λ."""
-    n0 = R[0, 0] * f[0] + R[0, 1] * f[1] + R[0, 2] * f[2]
-    n1 = R[1, 0] * f[0] + R[1, 1] * f[1] + R[1, 2] * f[2]
-    n2 = R[2, 0] * f[0] + R[2, 1] * f[1] + R[2, 2] * f[2]
-    g0 = R[0, 0] * f[3] + R[0, 1] * f[4] + R[0, 2] * f[5]
-    g1 = R[1, 0] * f[3] + R[1, 1] * f[4] + R[1, 2] * f[5]
-    g2 = R[2, 0] * f[3] + R[2, 1] * f[4] + R[2, 2] * f[5]
-    out[0] += n0 + p[1] * g2 - p[2] * g1
-    out[1] += n1 + p[2] * g0 - p[0] * g2
-    out[2] += n2 + p[0] * g1 - p[1] * g0
-    out[3] += g0
-    out[4] += g1
-    out[5] += g2
 
 
 @njit(cache=True, inline="always")
@@ -199,42 +131,6 @@ def force_to_parent_at(Xrel, i, f0, f1, f2, f3, f4, f5):
         g1,
         g2,
     )
-
-
-@njit(cache=True, inline="always")
-def crm_mul(v, m, out):
-    """out = v ×m m (motion cross product)."""
-    out[0] = v[1] * m[2] - v[2] * m[1]
-    out[1] = v[2] * m[0] - v[0] * m[2]
-    out[2] = v[0] * m[1] - v[1] * m[0]
-    out[3] = v[1] * m[5] - v[2] * m[4] + v[4] * m[2] - v[5] * m[1]
-    out[4] = v[2] * m[3] - v[0] * m[5] + v[5] * m[0] - v[3] * m[2]
-    out[5] = v[0] * m[4] - v[1] * m[3] + v[3] * m[1] - v[4] * m[0]
-
-
-@njit(cache=True, inline="always")
-def crf_mul_add(v, f, out):
-    """out += v ×f f (force cross product)."""
-    out[0] += v[1] * f[2] - v[2] * f[1] + v[4] * f[5] - v[5] * f[4]
-    out[1] += v[2] * f[0] - v[0] * f[2] + v[5] * f[3] - v[3] * f[5]
-    out[2] += v[0] * f[1] - v[1] * f[0] + v[3] * f[4] - v[4] * f[3]
-    out[3] += v[1] * f[5] - v[2] * f[4]
-    out[4] += v[2] * f[3] - v[0] * f[5]
-    out[5] += v[0] * f[4] - v[1] * f[3]
-
-
-@njit(cache=True, inline="always")
-def mat6_vec(M, x, out):
-    """out = M x for a 6×6 M."""
-    for r in range(6):
-        out[r] = (
-            M[r, 0] * x[0]
-            + M[r, 1] * x[1]
-            + M[r, 2] * x[2]
-            + M[r, 3] * x[3]
-            + M[r, 4] * x[4]
-            + M[r, 5] * x[5]
-        )
 
 
 @njit(cache=True, inline="always")

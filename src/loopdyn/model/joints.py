@@ -21,9 +21,6 @@ modify ``q``; a zero quaternion is rejected with ``ValueError`` at the API edge.
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
-
-from loopdyn.spatial import quat_to_rot, rot_axis_angle
 
 REVOLUTE, PRISMATIC, FIXED, UNIVERSAL, SPHERICAL, FREE = range(6)
 JOINT_NQ = (1, 1, 0, 2, 4, 7)
@@ -123,72 +120,3 @@ class Free(Joint):
     """Floating base: position in the parent frame and quaternion; v = [ω; v_origin] (body)."""
 
     kind = FREE
-
-
-@njit(cache=True)
-def joint_motion(jtype, axis, axis2, q, iq, R, p, S, tmp):
-    """Joint pose ``(R, p)`` of the body frame in the joint frame and ``S`` (body frame).
-
-    ``S`` is a (6, 6) buffer; only its first ``nv`` columns are written.  ``tmp`` is a
-    (2, 3, 3) scratch buffer.
-    """
-    for r in range(3):
-        p[r] = 0.0
-    if jtype == REVOLUTE:
-        rot_axis_angle(axis, q[iq], R)
-        for r in range(3):
-            S[r, 0] = axis[r]
-            S[3 + r, 0] = 0.0
-    elif jtype == PRISMATIC:
-        for r in range(3):
-            for c in range(3):
-                R[r, c] = 1.0 if r == c else 0.0
-            p[r] = axis[r] * q[iq]
-            S[r, 0] = 0.0
-            S[3 + r, 0] = axis[r]
-    elif jtype == FIXED:
-        for r in range(3):
-            for c in range(3):
-                R[r, c] = 1.0 if r == c else 0.0
-    elif jtype == UNIVERSAL:
-        # R = R1(θ1) R2(θ2); ω_body = R2ᵀ a1 θ̇1 + a2 θ̇2
-        R1 = tmp[0]
-        R2 = tmp[1]
-        rot_axis_angle(axis, q[iq], R1)
-        rot_axis_angle(axis2, q[iq + 1], R2)
-        for r in range(3):
-            for c in range(3):
-                R[r, c] = R1[r, 0] * R2[0, c] + R1[r, 1] * R2[1, c] + R1[r, 2] * R2[2, c]
-        for r in range(3):
-            S[r, 0] = R2[0, r] * axis[0] + R2[1, r] * axis[1] + R2[2, r] * axis[2]
-            S[r, 1] = axis2[r]
-            S[3 + r, 0] = 0.0
-            S[3 + r, 1] = 0.0
-    elif jtype == SPHERICAL:
-        quat_to_rot(q, iq, R)
-        for r in range(6):
-            for c in range(3):
-                S[r, c] = 1.0 if r == c else 0.0
-    else:  # FREE
-        for r in range(3):
-            p[r] = q[iq + r]
-        quat_to_rot(q, iq + 3, R)
-        for r in range(6):
-            for c in range(6):
-                S[r, c] = 1.0 if r == c else 0.0
-
-
-@njit(cache=True, inline="always")
-def joint_bias(jtype, S, v, iv, cJ):
-    """cJ = Ṡ q̇ in the body frame (non-zero only for the universal joint).
-
-    For the universal joint, d/dt(R2ᵀ a1) θ̇1 = (R2ᵀ a1 θ̇1) × (a2 θ̇2).
-    """
-    for r in range(6):
-        cJ[r] = 0.0
-    if jtype == UNIVERSAL:
-        d1 = v[iv]
-        d2 = v[iv + 1]
-        cJ[0] = (S[1, 0] * S[2, 1] - S[2, 0] * S[1, 1]) * d1 * d2
-        cJ[1] = (S[2, 0] * S[0, 1] - S[0, 0] * S[2, 1]) * d1 * d2
-        cJ[2] = (S[0, 0] * S[1, 1] - S[1, 0] * S[0, 1]) * d1 * d2
