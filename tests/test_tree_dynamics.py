@@ -391,3 +391,21 @@ def test_read_only_inputs_are_accepted():
             closed, np.array(closed.q0), np.zeros(3), np.zeros(3), method=method
         )
         np.testing.assert_allclose(res.qdd, ref.qdd, rtol=1e-14)
+
+
+def test_strided_inputs_take_the_checked_path_and_compile_nothing_new():
+    """Strided vectors leave the fast path and are copied; no kernel is compiled for them."""
+    from loopdyn.tree import _aba_entry, _crba_entry, _rnea_entry
+
+    model = ld.examples.serial_arm()
+    q, v, u = random_state(model, 9)
+    wide = [np.repeat(x, 2)[::2] for x in (q, v, u)]
+    back = [np.ascontiguousarray(x[::-1])[::-1] for x in (q, v, u)]
+    for qs, vs, us in (wide, back, (q, wide[1], u)):
+        assert not all(x.flags.c_contiguous for x in (qs, vs, us))
+        np.testing.assert_array_equal(ld.aba(model, qs, vs, us), ld.aba(model, q, v, u))
+        np.testing.assert_array_equal(ld.rnea(model, qs, vs, us), ld.rnea(model, q, v, u))
+        np.testing.assert_array_equal(ld.crba(model, qs), ld.crba(model, q))
+    for kernel in (_aba_entry, _rnea_entry, _crba_entry):
+        for sig in kernel.overloads:
+            assert all(t.layout == "C" for t in sig if hasattr(t, "layout")), sig

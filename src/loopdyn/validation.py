@@ -20,15 +20,9 @@ def f64_vectors(a, b, c):
     (``loopdyn.tree``), and any failure goes through the explaining checks below.
     """
     return (
-        type(a) is _ND
-        and type(b) is _ND
-        and type(c) is _ND
-        and a.dtype is _F64
-        and b.dtype is _F64
-        and c.dtype is _F64
-        and a.strides == _S8
-        and b.strides == _S8
-        and c.strides == _S8
+        type(a) is type(b) is type(c) is _ND
+        and a.dtype is b.dtype is c.dtype is _F64
+        and a.strides == b.strides == c.strides == _S8
     )
 
 
