@@ -356,6 +356,8 @@ def test_non_finite_inputs_raise_instead_of_returning_nan(where):
 def test_data_of_another_model_is_rejected():
     arm, other = ld.examples.serial_arm(), ld.examples.random_tree(3, seed=0)
     z = np.zeros(6)
+    with pytest.raises(ValueError, match="create_data"):
+        ld.aba(arm, z, z, z, data=object())
     for call in (
         lambda: ld.aba(arm, z, z, z, data=other.create_data()),
         lambda: ld.rnea(arm, z, z, z, data=other.create_data()),
@@ -394,18 +396,21 @@ def test_read_only_inputs_are_accepted():
 
 
 def test_strided_inputs_take_the_checked_path_and_compile_nothing_new():
-    """Strided vectors leave the fast path and are copied; no kernel is compiled for them."""
+    """Strided, read-only, int and list inputs leave the fast path and are converted; no
+    kernel is compiled for them (one compiled signature per entry kernel)."""
     from loopdyn.tree import _aba_entry, _crba_entry, _rnea_entry
 
     model = ld.examples.serial_arm()
     q, v, u = random_state(model, 9)
     wide = [np.repeat(x, 2)[::2] for x in (q, v, u)]
     back = [np.ascontiguousarray(x[::-1])[::-1] for x in (q, v, u)]
-    for qs, vs, us in (wide, back, (q, wide[1], u)):
-        assert not all(x.flags.c_contiguous for x in (qs, vs, us))
+    frozen = [x.copy() for x in (q, v, u)]
+    for x in frozen:
+        x.setflags(write=False)
+    for qs, vs, us in (wide, back, (q, wide[1], u), frozen, (q, list(v), u)):
         np.testing.assert_array_equal(ld.aba(model, qs, vs, us), ld.aba(model, q, v, u))
         np.testing.assert_array_equal(ld.rnea(model, qs, vs, us), ld.rnea(model, q, v, u))
         np.testing.assert_array_equal(ld.crba(model, qs), ld.crba(model, q))
-    for kernel in (_aba_entry, _rnea_entry, _crba_entry):
-        for sig in kernel.overloads:
-            assert all(t.layout == "C" for t in sig if hasattr(t, "layout")), sig
+    for kernel in (_aba_entry, _rnea_entry, _crba_entry):  # one signature each, C layout
+        (sig,) = kernel.overloads
+        assert all(t.layout == "C" and t.mutable for t in sig if hasattr(t, "layout")), sig

@@ -87,13 +87,16 @@ def block(typingctx, buf, start, shape):
 class Arena:
     """One buffer of ``dtype`` holding the arrays ``specs = [(name, shape), ...]`` in order.
 
-    ``views[name]`` is the array; ``offsets`` (len(specs) + 1) the start of each.
+    ``views[name]`` is the array; ``offsets`` (len(specs) + 1) the start of each
+    (relative to ``buf``, which starts ``lead`` entries into ``whole``).
     """
 
-    def __init__(self, dtype, specs):
+    def __init__(self, dtype, specs, lead=0):
         sizes = [int(np.prod(shape, dtype=np.int64)) for _, shape in specs]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        self.buf = np.zeros(int(self.offsets[-1]), dtype=dtype)
+        # ``lead`` free entries before the arrays: ``whole`` is the buffer, ``buf`` the arrays
+        self.whole = np.zeros(lead + int(self.offsets[-1]), dtype=dtype)
+        self.buf = self.whole[lead:]
         self.views = {
             name: self.buf[self.offsets[k] : self.offsets[k + 1]].reshape(shape)
             for k, (name, shape) in enumerate(specs)
@@ -137,6 +140,30 @@ def model_views(lay, mi, mf):
 def model_sizes(lay):
     """(nq, nv) from the model layout."""
     return lay[11], lay[12]
+
+
+# A Data's context: everything an entry kernel reads besides its inputs, in two
+# buffers, so that a fast entry (``loopdyn.tree``) takes two arguments for it:
+#   ictx = [len(mlay), len(mi), len(dlay), len(mf) | mlay | mi | dlay]   (int64)
+#   fctx = [mf (a copy of the model's floats) | df (the Data's workspaces)]  (float64)
+CONTEXT_HEADER = 4
+
+
+def context_ints(model, dlay):
+    """``ictx`` for a Data of ``model`` with data layout ``dlay``."""
+    head = [model.mlay.size, model.mi.size, dlay.size, model.mf.size]
+    return np.concatenate([head, model.mlay, model.mi, dlay]).astype(np.int64)
+
+
+@njit(cache=True, inline="always")
+def context_buffers(ictx, fctx):
+    """(mlay, mi, mf, dlay, df): the entry kernels' leading arguments from a context."""
+    a, b, c, f = ictx[0], ictx[1], ictx[2], ictx[3]
+    h = CONTEXT_HEADER
+    mlay = block(ictx, h, a)
+    mi = block(ictx, h + a, b)
+    dlay = block(ictx, h + a + b, c)
+    return mlay, mi, block(fctx, 0, f), dlay, block(fctx, f, fctx.shape[0] - f)
 
 
 # data arena (float): tree workspaces, then closure and multiplier-method workspaces.

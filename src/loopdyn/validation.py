@@ -12,20 +12,6 @@ _ND = np.ndarray
 _S8 = (8,)
 
 
-def f64_vectors(a, b, c):
-    """True if ``a``, ``b`` and ``c`` are 1-D C-contiguous float64 numpy arrays.
-
-    The API's fast path: what numba's compiled code needs to read them safely.
-    Lengths, finiteness and quaternions are then checked in the entry kernels
-    (``loopdyn.tree``), and any failure goes through the explaining checks below.
-    """
-    return (
-        type(a) is type(b) is type(c) is _ND
-        and a.dtype is b.dtype is c.dtype is _F64
-        and a.strides == b.strides == c.strides == _S8
-    )
-
-
 def vector(x, n, what, model):
     """``x`` as a contiguous float64 vector of length ``n`` (ValueError otherwise)."""
     # fast path: a 1-D float64 array with unit stride (so C-contiguous) of length n

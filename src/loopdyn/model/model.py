@@ -370,20 +370,22 @@ class Data:
     IA, U, DINV, TM = range(4)
 
     def __init__(self, model):
-        from loopdyn.arena import Arena, data_specs
+        from loopdyn.arena import Arena, context_ints, data_specs
 
         nb = max(model.nbodies, 1)
         nc1, m1, m, nv = max(model.nc, 1), max(model.m, 1), model.m, model.nv
-        arena = Arena(np.float64, data_specs(nb, nc1, m1, m, nv))
+        arena = Arena(np.float64, data_specs(nb, nc1, m1, m, nv), lead=model.mf.size)
         v = arena.views
         self.df = arena.buf  # every float workspace below is a view of this buffer
         self.dlay = np.array([nb, nc1, m1, m, nv, *arena.offsets[:-1]], dtype=np.int64)
+        # the context of the fast entries (loopdyn.arena): model floats copied ahead of df
+        self.fctx = arena.whole
+        self.fctx[: model.mf.size] = model.mf
+        self.ictx = context_ints(model, self.dlay)
         self.Xrel, self.Xw, self.S = v["Xrel"], v["Xw"], v["S"]
         self.vec6, self.mat6, self.tmp33 = v["vec6"], v["mat6"], v["tmp33"]
         self.fext_zero = np.zeros((0, 6))
         self.model = model
-        # the entry kernels' leading arguments (loopdyn.arena), in one tuple
-        self.head = (model.mlay, model.mi, model.mf, self.dlay, self.df)
         # closure kinematics (loopdyn.constraints) and multiplier methods (loopdyn.methods)
         self.closure = _Workspace(cw=v["cw"], rw=v["rw"], Phi=v["Phi"], J=v["J"], gamma=v["gamma"])
         self.piv = np.zeros(nv + m, dtype=np.int64)

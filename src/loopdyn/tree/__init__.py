@@ -4,54 +4,62 @@ All take an optional ``data`` workspace (default: the model's own, not thread-sa
 and optional external wrenches ``fext``: an (nb, 6) array or a dict ``{body: wrench}``
 of wrenches ``[n; f]`` acting on each body, in the body frame, about the body origin.
 
-Each wrapper has a fast path for the common call (float64 vectors, the model's own
-``Data``, no ``fext``): it checks only what the compiled code needs to read the
-arrays safely (``validation.f64_vectors``) and calls the entry kernel through
-:class:`_Entry`; the entry kernel checks lengths, finiteness and quaternions.
-Anything else, or any failed check, takes the checked path, which converts or
-explains (``loopdyn.validation``) and raises the error that names the culprit.
+Each wrapper has a fast path for the common call (the model's own ``Data``, no
+``fext``): it hands the inputs straight to the compiled entry (:class:`_Fast`),
+whose dispatcher checks their types in C and whose kernel checks lengths,
+finiteness and quaternions.  Anything else, or any failed check, takes the
+checked path, which converts or explains (``loopdyn.validation``) and raises the
+error that names the culprit.
 """
 
 import numpy as np
-from numba import njit, typeof
+from numba import njit, types
 
-from loopdyn.arena import entry_kernel, model_sizes, model_views, tree_views
+from loopdyn.arena import (
+    block,
+    context_buffers,
+    entry_kernel,
+    model_sizes,
+    model_views,
+    tree_views,
+)
 from loopdyn.errors import SingularityError
 from loopdyn.model import Data
 from loopdyn.model.joints import FREE, SPHERICAL
 from loopdyn.tree.aba import aba_kernel
 from loopdyn.tree.crba import crba_kernel
 from loopdyn.tree.rnea import rnea_kernel
-from loopdyn.validation import all_finite, configuration, f64_vectors, vector, wrenches
+from loopdyn.validation import all_finite, configuration, vector, wrenches
 
 
-class _Entry:
-    """Call a compiled kernel's entry point directly once it has been compiled.
+class _Fast:
+    """A packed entry kernel compiled for one signature, typed by numba's dispatcher.
 
-    numba's dispatcher spends ~30 ns per array argument matching argument types to
-    an overload (~0.4 µs for ``aba_kernel``).  The wrappers below fix every
-    argument's dtype, ndim and layout (validated C-contiguous float64 inputs, the
-    model's packed arrays, a ``Data`` workspace); only the read-only flag of an
-    input may vary, and that does not change the compiled code.  So the first call
-    goes through the dispatcher (compiling or loading the cache) and later calls
-    go straight to that overload.  A ``data`` that is not a ``Data`` takes the
-    dispatcher path.
+    At the first call the kernel is compiled (or loaded from the disk cache) for
+    ``signature`` only (a ``Data``'s two context buffers, then writable C-contiguous
+    float64 arrays) and compilation is disabled.  numba's dispatcher then checks
+    every argument's type in C (~25 ns each) and anything else (int or float32
+    arrays, strided or read-only arrays, lists) raises ``TypeError`` instead of
+    compiling a variant: the wrappers catch it and take the checked path, which
+    converts the inputs.  One signature also means one compiled specialisation of
+    every kernel below it, whichever path reaches it.
     """
 
-    __slots__ = ("call", "kernel")
+    __slots__ = ("call", "kernel", "signature")
 
-    def __init__(self, kernel):
+    def __init__(self, kernel, *arrays):
         self.kernel = kernel
+        self.signature = types.int64(_I1, _F1, *arrays)
         self.call = self._first
 
     def _first(self, *args):
-        out = self.kernel(*args)
-        cres = self.kernel.overloads.get(tuple(typeof(a) for a in args))
-        if cres is not None:
-            self.call = cres.entry_point
-        return out
+        self.kernel.compile(self.signature)
+        self.kernel.disable_compile()
+        self.call = self.kernel
+        return self.kernel(*args)
 
 
+_I1, _F1, _F2 = types.int64[::1], types.float64[::1], types.float64[:, ::1]
 _NONFINITE = -2  # entry status: an input holds NaN or inf
 _UNCHECKED = -3  # entry status: a wrong length or a zero quaternion (explained in Python)
 
@@ -97,8 +105,9 @@ def _check(mlay, topo, q, v, a, fext, nv_v, nv_a):
 
 
 @entry_kernel
-def _aba_entry(mlay, mi, mf, dlay, df, q, v, tau, fext, qdd):
-    """``aba_kernel`` on the packed model and data buffers (``loopdyn.arena``)."""
+def _aba_entry(ictx, fctx, q, v, tau, fext, qdd):
+    """``aba_kernel`` on a Data's context buffers (``loopdyn.arena``); -1 or a status."""
+    mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
     topo, _, _, jgeom, inertia, gravity, _, _ = model_views(mlay, mi, mf)
     nv = model_sizes(mlay)[1]
     status = _check(mlay, topo, q, v, tau, fext, nv, nv)
@@ -111,8 +120,9 @@ def _aba_entry(mlay, mi, mf, dlay, df, q, v, tau, fext, qdd):
 
 
 @entry_kernel
-def _rnea_entry(mlay, mi, mf, dlay, df, q, v, a, fext, tau):
-    """``rnea_kernel`` on the packed model and data buffers; returns -1 or a status."""
+def _rnea_entry(ictx, fctx, q, v, a, fext, tau):
+    """``rnea_kernel`` on a Data's context buffers; returns -1 or a status."""
+    mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
     topo, _, _, jgeom, inertia, gravity, _, _ = model_views(mlay, mi, mf)
     nv = model_sizes(mlay)[1]
     status = _check(mlay, topo, q, v, a, fext, nv, nv)
@@ -124,11 +134,12 @@ def _rnea_entry(mlay, mi, mf, dlay, df, q, v, a, fext, tau):
 
 
 @entry_kernel
-def _crba_entry(mlay, mi, mf, dlay, df, q, M):
-    """``crba_kernel`` on the packed model and data buffers; returns -1 or a status."""
+def _crba_entry(ictx, fctx, q, M):
+    """``crba_kernel`` on a Data's context buffers; returns -1 or a status."""
+    mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
     topo, _, _, jgeom, inertia, _, _, _ = model_views(mlay, mi, mf)
     nv = model_sizes(mlay)[1]
-    status = _check(mlay, topo, q, q[:0], q[:0], M[:0], 0, 0)
+    status = _check(mlay, topo, q, q[:0], q[:0], block(fctx, 0, (0, 6)), 0, 0)
     if status != -1 or M.shape[0] != nv or M.shape[1] != nv:
         return _UNCHECKED if status == -1 else status
     Xrel, _, S, vec6, mat6, tmp33 = tree_views(dlay, df)
@@ -136,25 +147,25 @@ def _crba_entry(mlay, mi, mf, dlay, df, q, M):
     return -1
 
 
-_ABA = _Entry(_aba_entry)
-_RNEA = _Entry(_rnea_entry)
-_CRBA = _Entry(_crba_entry)
+_ABA = _Fast(_aba_entry, _F1, _F1, _F1, _F2, _F1)
+_RNEA = _Fast(_rnea_entry, _F1, _F1, _F1, _F2, _F1)
+_CRBA = _Fast(_crba_entry, _F1, _F2)
 
 
 def _workspace(model, data):
     """The ``Data`` to compute in: ``data``, or the model's own (not thread-safe)."""
     d = (model._data or model.data) if data is None else data
-    if type(d) is Data and d.model is not model:
+    if type(d) is not Data or d.model is not model:
+        owner = f"model {d.model.name!r}" if type(d) is Data else f"a {type(d).__name__}"
         raise ValueError(
-            f"{model.name}: data was created for model {d.model.name!r}; "
-            "pass model.create_data() or no data"
+            f"{model.name}: data was created for {owner}; pass model.create_data() or no data"
         )
     return d
 
 
-def _entry_call(entry, d):
-    """The entry point for a ``Data`` workspace, the dispatcher for anything else."""
-    return entry.call if type(d) is Data else entry.kernel
+def _writable(x):
+    """``x``, or a copy if it is read-only (the entry kernels take writable arrays)."""
+    return x if x.flags.writeable else x.copy()
 
 
 def _raise_status(model, status, what):
@@ -167,20 +178,21 @@ def _raise_status(model, status, what):
 def rnea(model, q, v, a, fext=None, data=None):
     """Inverse dynamics of the tree: τ = M(q) a + h(q, v) - Σ Jᵀ fext (nv,)."""
     d = (model._data or model.data) if data is None else data
-    if fext is None and type(d) is Data and d.model is model and f64_vectors(q, v, a):
+    if fext is None and type(d) is Data and d.model is model:
         tau = np.empty(model.nv)
-        if _RNEA.call(*d.head, q, v, a, d.fext_zero, tau) == -1:
-            return tau
+        try:
+            if _RNEA.call(d.ictx, d.fctx, q, v, a, d.fext_zero, tau) == -1:
+                return tau
+        except TypeError:
+            pass
     d = _workspace(model, data)
     nv = model.nv
-    q = configuration(model, q)
-    v = vector(v, nv, "v", model)
-    a = vector(a, nv, "a", model)
+    q = _writable(configuration(model, q))
+    v = _writable(vector(v, nv, "v", model))
+    a = _writable(vector(a, nv, "a", model))
+    f = d.fext_zero if fext is None else _writable(wrenches(model, fext))
     tau = np.empty(nv)
-    status = _entry_call(_RNEA, d)(
-        model.mlay, model.mi, model.mf, d.dlay, d.df, q, v, a,
-        d.fext_zero if fext is None else wrenches(model, fext), tau,
-    )  # fmt: skip
+    status = _RNEA.call(d.ictx, d.fctx, q, v, a, f, tau)
     _raise_status(model, status, "q, v, a or fext")
     return tau
 
@@ -193,35 +205,38 @@ def nonlinear_effects(model, q, v, data=None):
 def crba(model, q, data=None):
     """Joint-space inertia matrix M(q) (nv × nv), symmetric positive definite."""
     d = (model._data or model.data) if data is None else data
-    if type(d) is Data and d.model is model and f64_vectors(q, q, q):
+    if type(d) is Data and d.model is model:
         M = np.empty((model.nv, model.nv))
-        if _CRBA.call(*d.head, q, M) == -1:
-            return M
+        try:
+            if _CRBA.call(d.ictx, d.fctx, q, M) == -1:
+                return M
+        except TypeError:
+            pass
     d = _workspace(model, data)
-    q = configuration(model, q)
+    q = _writable(configuration(model, q))
     M = np.empty((model.nv, model.nv))
-    status = _entry_call(_CRBA, d)(model.mlay, model.mi, model.mf, d.dlay, d.df, q, M)
-    _raise_status(model, status, "q")
+    _raise_status(model, _CRBA.call(d.ictx, d.fctx, q, M), "q")
     return M
 
 
 def aba(model, q, v, tau, fext=None, data=None):
     """Forward dynamics of the tree, O(n): q̈ = M⁻¹ (τ - h + Σ Jᵀ fext) (nv,)."""
     d = (model._data or model.data) if data is None else data
-    if fext is None and type(d) is Data and d.model is model and f64_vectors(q, v, tau):
+    if fext is None and type(d) is Data and d.model is model:
         qdd = np.empty(model.nv)
-        if _ABA.call(*d.head, q, v, tau, d.fext_zero, qdd) == -1:
-            return qdd
+        try:
+            if _ABA.call(d.ictx, d.fctx, q, v, tau, d.fext_zero, qdd) == -1:
+                return qdd
+        except TypeError:
+            pass
     d = _workspace(model, data)
     nv = model.nv
-    q = configuration(model, q)
-    v = vector(v, nv, "v", model)
-    tau = vector(tau, nv, "tau", model)
+    q = _writable(configuration(model, q))
+    v = _writable(vector(v, nv, "v", model))
+    tau = _writable(vector(tau, nv, "tau", model))
+    f = d.fext_zero if fext is None else _writable(wrenches(model, fext))
     qdd = np.empty(nv)
-    bad = _entry_call(_ABA, d)(
-        model.mlay, model.mi, model.mf, d.dlay, d.df, q, v, tau,
-        d.fext_zero if fext is None else wrenches(model, fext), qdd,
-    )  # fmt: skip
+    bad = _ABA.call(d.ictx, d.fctx, q, v, tau, f, qdd)
     _raise_status(model, bad, "q, v, tau or fext")
     if bad >= 0:
         raise SingularityError(
