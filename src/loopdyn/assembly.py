@@ -7,7 +7,6 @@ the pivot columns of a column-pivoted QR of J; the rest are independent.
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as sla
 
 from loopdyn.configuration import integrate
 from loopdyn.constraints import constraint_jacobian, constraints
@@ -33,6 +32,8 @@ def partition(model, q, data=None):
     J = constraint_jacobian(model, q, data)
     if model.m == 0:
         return Partition(np.arange(model.nv), np.zeros(0, dtype=np.int64), 1.0)
+    import scipy.linalg as sla  # lazily: scipy.linalg costs ~0.15 s at import
+
     _, R, piv = sla.qr(J, mode="economic", pivoting=True)
     d = np.abs(np.diag(R))
     tol = max(J.shape) * np.finfo(float).eps * max(d[0], 1.0) * 10 if d.size else 0.0

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from itertools import combinations
 from math import comb
 
-import networkx as nx
 import numpy as np
 
 from loopdyn.errors import ModelError
@@ -115,6 +114,8 @@ class Topology:
         Node attribute ``rows`` (block size); edge attribute ``subsystems`` (the shared
         ones: the subsystems j whose terms J_{r,j} I_j⁻¹ J_{s,j}ᵀ make up GICM block (r, s)).
         """
+        import networkx as nx  # lazily: networkx costs ~0.1 s at import
+
         g = nx.Graph()
         for lp in self.loops:
             g.add_node(lp.index, rows=lp.nrows, name=lp.name)
@@ -312,6 +313,8 @@ class MechanismGraph:
 
     def to_networkx(self):
         """``networkx.MultiGraph``: nodes "ground" and the bodies, one edge per joint."""
+        import networkx as nx  # lazily: networkx costs ~0.1 s at import
+
         g = nx.MultiGraph()
         g.add_node("ground")
         g.add_nodes_from(b.name for b in self.bodies)

@@ -22,7 +22,6 @@ Packed arrays (read-only, used by the compiled kernels):
 
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from loopdyn.errors import ModelError
@@ -543,6 +542,8 @@ class ModelBuilder:
 
     def _ordered_bodies(self):
         """Validate the parent relation and return the bodies in depth-first order."""
+        import networkx as nx  # lazily: networkx costs ~0.1 s at import
+
         by_name = {b.name: b for b in self._bodies}
         g = nx.DiGraph()
         g.add_node(GROUND)
