@@ -6,11 +6,11 @@ Run from the repository root::
     python benchmarks/bench_closed.py --quick    # fewer repeats, L up to 64
 
 1. Four-bar: per-call time and accuracy of ``ld.forward_dynamics`` (augmented,
-   slm) next to ``pin.constraintDynamics`` (ProximalSettings accuracy 1e-12,
+   slm, recursive_lambda) next to ``pin.constraintDynamics`` (ProximalSettings accuracy 1e-12,
    mu 1e-8, up to 20 iterations) and ``mujoco.mj_forward`` (soft constraints,
    default and stiff ``solref``).  Accuracy: max |q̈ - q̈_exact| / max |q̈_exact|
    where q̈_exact is the augmented solution verified by J q̈ = γ.
-2. ``spatial_ladder(L)``, L = 1 … 128: per-call time of augmented, slm and
+2. ``spatial_ladder(L)``, L = 1 … 128: per-call time of augmented, slm, recursive_lambda and
    Pinocchio, with log-log slopes over L >= 8 (the dense methods' baseline that
    RCR and constraint embedding must beat).
 """
@@ -73,39 +73,43 @@ def four_bar_table(repeat, min_time):
     ]
     for mj in mjs:
         mj.data.qpos[:], mj.data.qvel[:], mj.data.qfrc_applied[:] = q, v, tau
-    fns = [
-        lambda m=m: ld.forward_dynamics(model, q, v, tau, method=m) for m in ("augmented", "slm")
-    ]
+    fns = [lambda m=m: ld.forward_dynamics(model, q, v, tau, method=m) for m in _METHODS]
     fns += [pin_call] + [lambda mj=mj: mujoco.mj_forward(mj.model, mj.data) for mj in mjs]
     t = per_call_us(fns, repeat, min_time)  # timed in alternation
-    t_pin = t[2]
+    nm = len(_METHODS)
+    t_pin = t[nm]
     rows = [
         (
             f"loopdyn {m}",
             t[k],
             np.abs(ld.forward_dynamics(model, q, v, tau, method=m).qdd - exact).max() / scale,
         )
-        for k, m in enumerate(("augmented", "slm"))
+        for k, m in enumerate(_METHODS)
     ]
     rows.append(
         ("pin.constraintDynamics", t_pin, np.abs(ex.v_from(pin_call()) - exact).max() / scale)
     )
     for k, label in enumerate(("default", "stiff solref/solimp")):
         err = np.abs(mjs[k].forward(q, v, tau) - exact).max() / scale
-        rows.append((f"mujoco.mj_forward ({label})", t[3 + k], err))
+        rows.append((f"mujoco.mj_forward ({label})", t[nm + 1 + k], err))
     print(f"{'four_bar':<34}{'µs/call':>10}{'ratio to pin':>14}{'rel. error':>12}")
     for name, t, err in rows:
         print(f"{name:<34}{t:>10.2f}{t / t_pin:>14.2f}{err:>12.1e}")
     print()
 
 
+_METHODS = ("augmented", "slm", "recursive_lambda")
+
+
 def ladder_scaling(Ls, repeat, min_time):
-    head = ("spatial_ladder L", "n", "m", "augmented µs", "slm µs", "pin µs", "aug/pin", "slm/pin")
-    widths = (18, 5, 5, 14, 10, 10, 9, 9)
+    short = {"augmented": "aug", "slm": "slm", "recursive_lambda": "rλ"}
+    head = ["spatial_ladder L", "n", "m", *(f"{short[m]} µs" for m in _METHODS), "pin µs"]
+    head += [f"{short[m]}/pin" for m in _METHODS]
+    widths = [18, 5, 5, *([10] * (len(_METHODS) + 1)), *([8] * len(_METHODS))]
     print(
         f"{head[0]:<18}" + "".join(f"{h:>{w}}" for h, w in zip(head[1:], widths[1:], strict=True))
     )
-    times = {"augmented": [], "slm": [], "pin": []}
+    times = {k: [] for k in (*_METHODS, "pin")}
     for L in Ls:
         model = ld.examples.spatial_ladder(L)
         q, v, tau = _state(model)
@@ -114,14 +118,14 @@ def ladder_scaling(Ls, repeat, min_time):
             lambda m=m, model=model, q=q, v=v, tau=tau: ld.forward_dynamics(
                 model, q, v, tau, method=m
             )
-            for m in ("augmented", "slm")
+            for m in _METHODS
         ]
         t = per_call_us([*fns, make(q, v, tau)], repeat, min_time)
-        row = dict(zip(("augmented", "slm", "pin"), t, strict=True))
+        row = dict(zip((*_METHODS, "pin"), t, strict=True))
         for k in times:
             times[k].append(row[k])
         cells = (model.nv, model.m, *(f"{row[k]:.1f}" for k in times))
-        ratios = (f"{row['augmented'] / row['pin']:.2f}", f"{row['slm'] / row['pin']:.2f}")
+        ratios = tuple(f"{row[m] / row['pin']:.2f}" for m in _METHODS)
         print(
             f"{L:<18}"
             + "".join(f"{c:>{w}}" for c, w in zip((*cells, *ratios), widths[1:], strict=True))

@@ -1,4 +1,4 @@
-"""augmented and SLM forward dynamics, inverse dynamics and multipliers on the catalog."""
+"""augmented, SLM and recursive-λ forward dynamics, inverse dynamics and multipliers."""
 
 import numpy as np
 import pytest
@@ -7,15 +7,16 @@ import loopdyn as ld
 from closed_helpers import CLOSED, catalog_states, closed_model, consistent_state
 from loopdyn.examples.shapes import rod
 
-METHODS = ["augmented", "slm"]
+METHODS = ["augmented", "slm", "recursive_lambda"]
 
 
 @pytest.mark.parametrize("name", list(CLOSED))
-def test_slm_equals_augmented(name):
+@pytest.mark.parametrize("method", ["slm", "recursive_lambda"])
+def test_multiplier_methods_equal_augmented(name, method):
     model, states = catalog_states(name)
     for q, v, tau in states:
         a = ld.forward_dynamics(model, q, v, tau, method="augmented")
-        s = ld.forward_dynamics(model, q, v, tau, method="slm")
+        s = ld.forward_dynamics(model, q, v, tau, method=method)
         scale = np.abs(a.qdd).max()
         np.testing.assert_allclose(s.qdd, a.qdd, rtol=0, atol=1e-10 * scale)
         np.testing.assert_allclose(s.lam, a.lam, rtol=0, atol=1e-10 * np.abs(a.lam).max())
@@ -158,6 +159,31 @@ def test_inverse_dynamics_rejects_motion_the_actuators_cannot_produce():
     free = ld.forward_dynamics(model, q, v).qdd
     with pytest.raises(ld.ActuationError, match="cannot produce"):
         ld.inverse_dynamics(model, q, v, free * 1.5, actuated=[])
+
+
+def test_recursive_lambda_zeta_columns_are_tree_responses_to_closure_loads():
+    """Eq. (13): q̈ = η + ζ λ with η = ABA (closures ignored) and ζ = M⁻¹ Jᵀ."""
+    model, states = catalog_states("spatial_ladder", n=2, seed=11)
+    for q, v, tau in states:
+        res = ld.forward_dynamics(model, q, v, tau, method="recursive_lambda")
+        eta = ld.aba(model, q, v, tau)
+        J = ld.constraint_jacobian(model, q)
+        zeta = np.linalg.solve(ld.crba(model, q), J.T)
+        np.testing.assert_allclose(
+            res.qdd, eta + zeta @ res.lam, atol=1e-10 * np.abs(res.qdd).max()
+        )
+        # ζ's columns as computed by the recursion: the tree's response to each row's load
+        from loopdyn.tree.aba import aba_resolve
+
+        d = model.create_data()
+        ld.aba(model, q, v, tau, data=d)
+        col = np.empty(model.nv)
+        for k in range(model.m):
+            lam = np.zeros(model.m)
+            lam[k] = 1.0
+            fext = ld.closure_wrenches(model, q, lam)
+            aba_resolve(model.topo, d.Xrel, d.S, d.vec6, d.mat6, fext, col)
+            np.testing.assert_allclose(col, zeta[:, k], atol=1e-10 * np.abs(zeta).max())
 
 
 def test_tree_models_fall_back_to_aba():

@@ -11,7 +11,7 @@ import numpy as np
 
 from loopdyn.constraints import closure_work, constraint_rank
 from loopdyn.errors import SingularityError
-from loopdyn.methods import augmented, slm, sslm
+from loopdyn.methods import augmented, recursive_lambda, slm, sslm
 from loopdyn.methods.common import NONFINITE_INPUT, NONFINITE_OUTPUT, ForwardDynamicsResult
 from loopdyn.tree import aba
 from loopdyn.validation import configuration, vector
@@ -22,6 +22,7 @@ RUNNERS = {
     "augmented": augmented.run,
     "slm": slm.run,
     "sslm": sslm.run,
+    "recursive_lambda": recursive_lambda.run,
 }
 METHODS = tuple(RUNNERS)
 
@@ -37,11 +38,13 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
     """Accelerations and closure multipliers of a closed-loop model.
 
     In: a consistent state ``q`` (nq), ``v`` (nv) and joint forces ``tau`` (nv;
-    None for zero).  ``method``: ``"augmented"`` (eq. 10, one KKT solve) or
-    ``"slm"`` (eqs. 11–12).  Out: :class:`ForwardDynamicsResult` with ``qdd``,
-    ``lam`` (see its docstring for their meaning and frames), ``rank``, ``dropped``
-    and ``condition``.  Raises :class:`SingularityError` if M or J M⁻¹ Jᵀ is
-    singular even after re-detecting the independent closure rows at ``q``.
+    None for zero).  ``method``: ``"augmented"`` (eq. 10, one KKT solve),
+    ``"slm"`` (eqs. 11–12), ``"sslm"`` (subsystem-level multipliers) or
+    ``"recursive_lambda"`` (q̈ = η + ζλ, Anderson & Critchley's eqs. 13–32).
+    Out: :class:`ForwardDynamicsResult` with ``qdd``, ``lam`` (see its docstring
+    for their meaning and frames), ``rank``, ``dropped`` and ``condition``.
+    Raises :class:`SingularityError` if M or J M⁻¹ Jᵀ is singular even after
+    re-detecting the independent closure rows at ``q``.
     """
     runner = RUNNERS.get(method)
     if runner is None:

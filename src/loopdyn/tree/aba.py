@@ -276,3 +276,73 @@ def _force_to_parent_add(Xrel, i, vec6, lam):
     )  # fmt: skip
     for r in range(6):
         vec6[lam, _PA, r] += f[r]
+
+
+@njit(cache=True)
+def aba_resolve(topo, Xrel, S, vec6, mat6, fext, qdd):
+    """q̈ = M⁻¹ Σ Jᵀ fext: the accelerations due to body wrenches alone, O(n).
+
+    Reuses the factorisation ``aba_kernel`` left in ``mat6`` (U = IA S and
+    D⁻¹ = (Sᵀ IA S)⁻¹ per joint) and the poses ``Xrel``, for one more right-hand
+    side with zero τ, zero velocity and no gravity: the articulated-body force
+    pass (RBDA eqs. 7.34–7.35 with pA = -fext) inward, then the acceleration
+    pass outward from a fixed ground.  ``fext`` (nb, 6): body-frame wrenches
+    ``[n; f]`` about the body origins.  Overwrites the ``PA``, ``U6``, ``A`` and
+    ``T1`` rows of ``vec6``.  Anderson & Critchley's ζ columns (their eqs.
+    (15)–(17) inward with the cut-joint loads, (25), (28)–(29) outward).
+    """
+    nb = topo.shape[0]
+    for i in range(nb):
+        for r in range(6):
+            vec6[i, _PA, r] = -fext[i, r]
+    for i in range(nb - 1, -1, -1):
+        nvj = topo[i, 5]
+        lam = topo[i, 0]
+        # u = -Sᵀ pA ; pa = pA + U D⁻¹ u
+        for k in range(nvj):
+            s = 0.0
+            for c in range(6):
+                s -= S[i, c, k] * vec6[i, _PA, c]
+            vec6[i, _T1, k] = s
+        for k in range(nvj):
+            s = 0.0
+            for kk in range(nvj):
+                s += mat6[i, _DINV, k, kk] * vec6[i, _T1, kk]
+            vec6[i, _U6, k] = s  # D⁻¹ u
+        if lam >= 0:
+            for r in range(6):
+                s = vec6[i, _PA, r]
+                for k in range(nvj):
+                    s += mat6[i, _U, r, k] * vec6[i, _U6, k]
+                vec6[i, _PA, r] = s
+            _force_to_parent_add(Xrel, i, vec6, lam)
+    for i in range(nb):
+        nvj = topo[i, 5]
+        iv = topo[i, 3]
+        lam = topo[i, 0]
+        if lam >= 0:
+            a = motion_to_child_at(
+                Xrel, i, vec6[lam, _A, 0], vec6[lam, _A, 1], vec6[lam, _A, 2],
+                vec6[lam, _A, 3], vec6[lam, _A, 4], vec6[lam, _A, 5],
+            )  # fmt: skip
+            for r in range(6):
+                vec6[i, _A, r] = a[r]
+        else:
+            for r in range(6):
+                vec6[i, _A, r] = 0.0
+        # q̈ = D⁻¹ u - D⁻¹ Uᵀ a' ; a = a' + S q̈
+        for k in range(nvj):
+            s = 0.0
+            for r in range(6):
+                s += mat6[i, _U, r, k] * vec6[i, _A, r]
+            vec6[i, _T1, k] = s
+        for k in range(nvj):
+            s = vec6[i, _U6, k]
+            for kk in range(nvj):
+                s -= mat6[i, _DINV, k, kk] * vec6[i, _T1, kk]
+            qdd[iv + k] = s
+        for r in range(6):
+            s = 0.0
+            for k in range(nvj):
+                s += S[i, r, k] * qdd[iv + k]
+            vec6[i, _A, r] += s
