@@ -201,3 +201,45 @@ def test_bad_method_and_shapes():
         ld.forward_dynamics(model, model.q0, np.zeros(3), method="magic")
     with pytest.raises(ValueError, match="shape"):
         ld.forward_dynamics(model, model.q0, np.zeros(4))
+
+
+@pytest.mark.parametrize("method", ld.dynamics.METHODS)
+def test_forward_dynamics_input_conversion_and_errors(method):
+    """The fast path hands inputs to a single-signature entry: anything else is converted
+    by the checked path (same result), bad input is a ValueError naming it, and no
+    second signature is ever compiled."""
+    model, states = catalog_states("four_bar", n=1, seed=12)
+    q, v, tau = states[0]
+    ld.forward_dynamics(model, q, v, tau, method=method)  # bind the fast path
+    ref = ld.forward_dynamics(model, q, v, tau, method=method)
+    frozen = [x.copy() for x in (q, v, tau)]
+    for x in frozen:
+        x.setflags(write=False)
+    variants = [
+        (np.repeat(q, 2)[::2], v, tau),
+        tuple(frozen),
+        (list(q), list(v), list(tau)),
+        (q, v.astype(np.float32).astype(np.float64), tau.astype(np.float32)),
+    ]
+    for qs, vs, ts in variants:
+        res = ld.forward_dynamics(model, qs, vs, ts, method=method)
+        np.testing.assert_allclose(res.qdd, ref.qdd, rtol=1e-6)
+    np.testing.assert_array_equal(
+        ld.forward_dynamics(model, q, v, None, method=method).qdd,
+        ld.forward_dynamics(model, q, v, np.zeros(model.nv), method=method).qdd,
+    )
+    for args, what in (
+        ((q[:-1], v, tau), "q"),
+        ((q, np.append(v, 0.0), tau), "v"),
+        ((q, v, tau[:1]), "tau"),
+    ):
+        with pytest.raises(ValueError, match=rf"\b{what}\b"):
+            ld.forward_dynamics(model, *args, method=method)
+    bad = v.copy()
+    bad[1] = np.inf
+    with pytest.raises(ValueError, match="NaN or inf"):
+        ld.forward_dynamics(model, q, bad, tau, method=method)
+    with pytest.raises(ValueError, match="create_data"):
+        ld.forward_dynamics(model, q, v, tau, method=method, data=ld.examples.five_bar().data)
+    kernel = getattr(ld.methods, method).ENTRY.kernel
+    assert len(kernel.overloads) == 1

@@ -84,6 +84,36 @@ def block(typingctx, buf, start, shape):
     return retty(buf, start, shape), codegen
 
 
+I1, F1, F2 = types.int64[::1], types.float64[::1], types.float64[:, ::1]
+
+
+class Entry:
+    """A packed entry kernel compiled for one signature, typed by numba's dispatcher.
+
+    At the first call the kernel is compiled (or loaded from the disk cache) for
+    ``restype(*argtypes)`` only (a ``Data``'s context buffers, then writable
+    C-contiguous arrays: ``I1``, ``F1``, ``F2``) and compilation is disabled.
+    numba's dispatcher then checks every argument's type in C (~25 ns each), and
+    anything else (int or float32 arrays, strided or read-only arrays, lists)
+    raises ``TypeError`` instead of compiling a variant: callers catch it and take
+    their checked path, which converts the inputs.  One signature also means one
+    compiled specialisation of every kernel below the entry.
+    """
+
+    __slots__ = ("call", "kernel", "signature")
+
+    def __init__(self, kernel, restype, *argtypes):
+        self.kernel = kernel
+        self.signature = restype(*argtypes)
+        self.call = self._first
+
+    def _first(self, *args):
+        self.kernel.compile(self.signature)
+        self.kernel.disable_compile()
+        self.call = self.kernel
+        return self.kernel(*args)
+
+
 class Arena:
     """One buffer of ``dtype`` holding the arrays ``specs = [(name, shape), ...]`` in order.
 

@@ -13,8 +13,9 @@ from loopdyn.constraints import closure_work, constraint_rank
 from loopdyn.errors import SingularityError
 from loopdyn.methods import augmented, recursive_lambda, slm, sslm
 from loopdyn.methods.common import NONFINITE_INPUT, NONFINITE_OUTPUT, ForwardDynamicsResult
+from loopdyn.model import Data
 from loopdyn.tree import aba
-from loopdyn.validation import configuration, vector
+from loopdyn.validation import configuration, vector, workspace, writable
 
 # method name -> runner(model, q, v, tau, rows, data) -> (qdd, lam on rows, pivot ratio);
 # a ratio <= 0 means the solve was singular.  rows: the independent closure rows.
@@ -28,7 +29,7 @@ METHODS = tuple(RUNNERS)
 
 
 def _rank(model, q, d, refresh=False):
-    info = getattr(d, "rank_info", None)
+    info = d.rank_info
     if info is None or refresh:
         info = d.rank_info = constraint_rank(model, q, data=d)
     return info
@@ -49,23 +50,30 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
     runner = RUNNERS.get(method)
     if runner is None:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
-    d = model.data if data is None else data
+    d = (model._data or model.data) if data is None else data
+    info = d.rank_info if type(d) is Data and d.model is model else None
+    if info is not None and not info.dropped.size:
+        # fast path: rows known, none dropped, the method's entry bound; its dispatcher
+        # checks the input types (TypeError: the checked path converts them) and its
+        # kernel lengths, finiteness and quaternions (status < 0: the checked path explains)
+        b = d.bound_kernels.get(method)
+        if b is not None and b.rows is info.independent:
+            qdd = np.empty(model.nv)
+            lam = np.empty(model.m)
+            try:
+                ratio = b(q, v, d.dyn.zeros_nv if tau is None else tau, qdd, lam)
+            except TypeError:
+                ratio = -1.0
+            if ratio > 0.0:
+                return ForwardDynamicsResult(qdd, lam, method, info.rank, info.dropped, 1.0 / ratio)
+    d = workspace(model, data)
     nv = model.nv
-    q = configuration(model, q)
-    v = vector(v, nv, "v", model)
-    tau = np.zeros(nv) if tau is None else vector(tau, nv, "tau", model)
+    q = writable(configuration(model, q))
+    v = writable(vector(v, nv, "v", model))
+    tau = np.zeros(nv) if tau is None else writable(vector(tau, nv, "tau", model))
     if model.m == 0:
         return ForwardDynamicsResult(aba(model, q, v, tau, data=d), None, method, 0)
-    info = getattr(d, "rank_info", None)
-    # fast path: independent rows known, none dropped, the method's packed kernel bound
-    bk = getattr(d, "bound_kernels", None)
-    b = bk.get(method) if bk is not None and info is not None and not info.dropped.size else None
-    if b is not None and b.rows is info.independent and b.call is not None:
-        qdd = np.empty(nv)
-        lam = np.empty(model.m)
-        ratio = b.call(*b.head, q, v, tau, qdd, lam)
-        if ratio > 0.0:
-            return ForwardDynamicsResult(qdd, lam, method, info.rank, info.dropped, 1.0 / ratio)
+    info = d.rank_info
     if info is None:
         closure_work(model, d)
         info = _rank(model, q, d)

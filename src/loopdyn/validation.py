@@ -7,6 +7,9 @@ Each check has a fast path for the common case (an already valid float64 array,
 import numpy as np
 from numba import njit
 
+from loopdyn.arena import model_sizes
+from loopdyn.model.joints import FREE, SPHERICAL
+
 _F64 = np.dtype(np.float64)
 _ND = np.ndarray
 _S8 = (8,)
@@ -42,6 +45,45 @@ def all_finite(x):
         if not np.isfinite(x[i]):
             return False
     return True
+
+
+STATE_OK, STATE_NONFINITE, STATE_BAD = -1, -2, -3
+
+
+@njit(cache=True)
+def _zero_quaternion(topo, q):
+    """True if a spherical or free joint's quaternion is (numerically) zero."""
+    for i in range(topo.shape[0]):
+        jt = topo[i, 1]
+        if jt == SPHERICAL or jt == FREE:
+            k = topo[i, 2] + (3 if jt == FREE else 0)
+            if not q[k] ** 2 + q[k + 1] ** 2 + q[k + 2] ** 2 + q[k + 3] ** 2 > 1e-20:
+                return True
+    return False
+
+
+@njit(cache=True)
+def state_status(mlay, topo, q, v, a, fext, nv_v, nv_a):
+    """The entry kernels' input check (compiled; the Python fast paths skip theirs).
+
+    ``STATE_OK`` if ``q`` (nq), ``v`` (``nv_v``) and ``a`` (``nv_a``) have their lengths,
+    ``fext`` is empty or (nb, 6), every entry is finite and no quaternion is zero;
+    else ``STATE_NONFINITE`` or ``STATE_BAD`` (the checked path then explains).
+    """
+    nq, _ = model_sizes(mlay)
+    if q.shape[0] != nq or v.shape[0] != nv_v or a.shape[0] != nv_a:
+        return STATE_BAD
+    if fext.shape[0] != 0 and fext.shape[0] != topo.shape[0]:
+        return STATE_BAD
+    if not (all_finite(q) and all_finite(v) and all_finite(a)):
+        return STATE_NONFINITE
+    for i in range(fext.shape[0]):
+        for r in range(6):
+            if not np.isfinite(fext[i, r]):
+                return STATE_NONFINITE
+    if _zero_quaternion(topo, q):
+        return STATE_BAD
+    return STATE_OK
 
 
 @njit(cache=True)
@@ -88,3 +130,25 @@ def wrenches(model, fext):
     if f.shape != (model.nbodies, 6):
         raise ValueError(f"{model.name}: fext must have shape ({model.nbodies}, 6), got {f.shape}")
     return f
+
+
+def workspace(model, data):
+    """The ``Data`` to compute in: ``data``, or the model's own (not thread-safe).
+
+    ValueError if ``data`` is not a ``Data`` of this model: kernels index it with
+    the model's sizes.
+    """
+    from loopdyn.model import Data
+
+    d = (model._data or model.data) if data is None else data
+    if type(d) is not Data or d.model is not model:
+        owner = f"model {d.model.name!r}" if type(d) is Data else f"a {type(d).__name__}"
+        raise ValueError(
+            f"{model.name}: data was created for {owner}; pass model.create_data() or no data"
+        )
+    return d
+
+
+def writable(x):
+    """``x``, or a copy if it is read-only (the entry kernels take writable arrays)."""
+    return x if x.flags.writeable else x.copy()

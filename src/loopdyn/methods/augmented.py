@@ -10,12 +10,23 @@ the oracle every other method is tested against.
 import numpy as np
 from numba import njit
 
-from loopdyn.arena import block, closure_views, entry_kernel, method_views, model_views, tree_views
+from loopdyn.arena import (
+    Entry,
+    block,
+    closure_views,
+    context_buffers,
+    entry_kernel,
+    method_views,
+    model_views,
+    tree_views,
+)
 from loopdyn.linalg import lu_inplace, lu_solve
 from loopdyn.methods.common import (
+    METHOD_ARGS,
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
     bound_kernel,
+    input_status,
     system_terms,
 )
 from loopdyn.validation import all_finite
@@ -63,11 +74,15 @@ def augmented_kernel(
 
 
 @entry_kernel
-def augmented_entry(mlay, mi, mf, dlay, df, piv, rows, q, v, tau, qdd, lam):
-    """``augmented_kernel`` on the packed model and data buffers (``loopdyn.arena``)."""
+def augmented_entry(ictx, fctx, piv, rows, q, v, tau, qdd, lam):
+    """``augmented_kernel`` on a Data's context buffers (``loopdyn.arena``), inputs checked."""
+    mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
     topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)
     Xrel, Xw, S, vec6, mat6, tmp33 = tree_views(dlay, df)
     cw, rw, zeros_nv, Phi, J, gamma, M, phi = closure_views(dlay, df)
+    status = input_status(mlay, topo, q, v, tau, block(zeros_nv, 0, (0, 6)))
+    if status < 0.0:
+        return status
     K, rhs, _, _, _, _, _ = method_views(dlay, df)
     return augmented_kernel(
         topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
@@ -76,8 +91,11 @@ def augmented_entry(mlay, mi, mf, dlay, df, piv, rows, q, v, tau, qdd, lam):
     )  # fmt: skip
 
 
+ENTRY = Entry(augmented_entry, *METHOD_ARGS)
+
+
 def run(model, q, v, tau, rows, d):
     """Runner for ``ld.forward_dynamics``: (q̈, λ on ``rows``, pivot ratio or status < 0)."""
     qdd = np.empty(model.nv)
     lam = np.empty(rows.shape[0])
-    return qdd, lam, bound_kernel("augmented", augmented_entry, model, d, rows)(q, v, tau, qdd, lam)
+    return qdd, lam, bound_kernel("augmented", ENTRY, d, rows)(q, v, tau, qdd, lam)

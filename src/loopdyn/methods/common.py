@@ -1,12 +1,17 @@
 """Shared pieces of the multiplier methods: system terms, workspaces, results."""
 
 import numpy as np
-from numba import njit, typeof
+from numba import njit, types
 
+from loopdyn.arena import F1, I1, model_sizes
 from loopdyn.constraints import bias_acceleration_kernel, closure_terms
 from loopdyn.kinematics import fk_kernel
 from loopdyn.tree.crba import crba_from_poses
 from loopdyn.tree.rnea import rnea_from_kinematics
+from loopdyn.validation import STATE_BAD, STATE_NONFINITE, state_status
+
+# the signature of the methods' entries: (ictx, fctx, pivots, rows, q, v, tau, qdd, lam)
+METHOD_ARGS = (types.float64, I1, F1, I1, I1, F1, F1, F1, F1, F1)
 
 
 @njit(cache=True, inline="always")
@@ -103,42 +108,41 @@ class ForwardDynamicsResult:
 
 NONFINITE_INPUT = -3.0  # kernel status: q, v or tau holds NaN/inf
 NONFINITE_OUTPUT = -2.0  # kernel status: the result is not finite
+BAD_INPUT = -4.0  # entry status: a wrong length or a zero quaternion (explained in Python)
+
+
+@njit(cache=True, inline="always")
+def input_status(mlay, topo, q, v, tau, fext_none):
+    """0.0 if the entry's inputs are fine, else ``NONFINITE_INPUT`` or ``BAD_INPUT``
+    (``validation.state_status``: lengths, finite entries, non-zero quaternions)."""
+    nv = model_sizes(mlay)[1]
+    st = state_status(mlay, topo, q, v, tau, fext_none, nv, nv)
+    if st == STATE_NONFINITE:
+        return NONFINITE_INPUT
+    if st == STATE_BAD:
+        return BAD_INPUT
+    return 0.0
 
 
 class BoundKernel:
-    """A method's packed entry kernel with the model and workspace buffers bound.
+    """A method's single-signature entry (``arena.Entry``) with its leading arguments
+    (the Data's context buffers, method buffers and the row set ``rows``) bound."""
 
-    The entry kernels take the model buffers, the data buffer, the row set and
-    the state (~12 arrays instead of ~30, see ``loopdyn.arena``).  After the
-    first call (compile or cache load through numba's dispatcher) the compiled
-    overload's entry point is called directly: every argument's dtype, ndim and
-    layout is fixed by the validation at the API edge.
-    """
+    __slots__ = ("entry", "head", "rows")
 
-    __slots__ = ("call", "head", "kernel", "rows")
-
-    def __init__(self, kernel, model, d, rows):
-        self.kernel = kernel
+    def __init__(self, entry, head, rows):
+        self.entry = entry
+        self.head = head
         self.rows = rows
-        self.head = (model.mlay, model.mi, model.mf, d.dlay, d.df, d.piv, rows)
-        self.call = None
 
     def __call__(self, q, v, tau, qdd, lam):
-        if self.call is not None:
-            return self.call(*self.head, q, v, tau, qdd, lam)
-        args = (*self.head, q, v, tau, qdd, lam)
-        out = self.kernel(*args)
-        cres = self.kernel.overloads.get(tuple(typeof(a) for a in args))
-        self.call = cres.entry_point if cres is not None else self.kernel
-        return out
+        return self.entry.call(*self.head, q, v, tau, qdd, lam)
 
 
-def bound_kernel(name, kernel, model, d, rows):
-    """The cached :class:`BoundKernel` of method ``name`` for this data and row set."""
-    cache = getattr(d, "bound_kernels", None)
-    if cache is None:
-        cache = d.bound_kernels = {}
+def bound_kernel(name, entry, d, rows):
+    """The cached :class:`BoundKernel` of method ``name`` (head: context, pivots, rows)."""
+    cache = d.bound_kernels
     b = cache.get(name)
     if b is None or b.rows is not rows:
-        b = cache[name] = BoundKernel(kernel, model, d, rows)
+        b = cache[name] = BoundKernel(entry, (d.ictx, d.fctx, d.piv, rows), rows)
     return b

@@ -22,15 +22,26 @@ independent rows), then q̈ from (13).  Cost O(n + nm + nm² + m³) (their §2.6
 import numpy as np
 from numba import njit
 
-from loopdyn.arena import block, closure_views, entry_kernel, method_views, model_views, tree_views
+from loopdyn.arena import (
+    Entry,
+    block,
+    closure_views,
+    context_buffers,
+    entry_kernel,
+    method_views,
+    model_views,
+    tree_views,
+)
 from loopdyn.constraints import bias_acceleration_kernel, closure_terms
 from loopdyn.kinematics import fk_kernel
 from loopdyn.linalg import backward_subst_t, cholesky_inplace, forward_subst
 from loopdyn.methods.common import (
+    METHOD_ARGS,
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
     bound_kernel,
     closure_body_wrenches,
+    input_status,
 )
 from loopdyn.tree.aba import aba_kernel, aba_resolve
 from loopdyn.validation import all_finite
@@ -97,11 +108,15 @@ def recursive_lambda_kernel(
 
 
 @entry_kernel
-def recursive_lambda_entry(mlay, mi, mf, dlay, df, piv, rows, q, v, tau, qdd, lam):
-    """``recursive_lambda_kernel`` on the packed model and data buffers (``loopdyn.arena``)."""
+def recursive_lambda_entry(ictx, fctx, piv, rows, q, v, tau, qdd, lam):
+    """``recursive_lambda_kernel`` on a Data's context buffers, inputs checked."""
+    mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
     topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)
     Xrel, Xw, S, vec6, mat6, tmp33 = tree_views(dlay, df)
     cw, rw, zeros_nv, Phi, J, gamma, _, phi = closure_views(dlay, df)
+    status = input_status(mlay, topo, q, v, tau, block(zeros_nv, 0, (0, 6)))
+    if status < 0.0:
+        return status
     _, _, Y, Sm, _, fext, _ = method_views(dlay, df)
     return recursive_lambda_kernel(
         topo,
@@ -137,9 +152,12 @@ def recursive_lambda_entry(mlay, mi, mf, dlay, df, piv, rows, q, v, tau, qdd, la
     )  # fmt: skip  (φ's buffer, unused by this method, holds the unit load)
 
 
+ENTRY = Entry(recursive_lambda_entry, *METHOD_ARGS)
+
+
 def run(model, q, v, tau, rows, d):
     """Runner for ``ld.forward_dynamics``: (q̈, λ on ``rows``, pivot ratio or status < 0)."""
     qdd = np.empty(model.nv)
     lam = np.empty(rows.shape[0])
-    out = bound_kernel("recursive_lambda", recursive_lambda_entry, model, d, rows)
+    out = bound_kernel("recursive_lambda", ENTRY, d, rows)
     return qdd, lam, out(q, v, tau, qdd, lam)

@@ -13,13 +13,24 @@ systems").
 import numpy as np
 from numba import njit
 
-from loopdyn.arena import block, closure_views, entry_kernel, method_views, model_views, tree_views
+from loopdyn.arena import (
+    Entry,
+    block,
+    closure_views,
+    context_buffers,
+    entry_kernel,
+    method_views,
+    model_views,
+    tree_views,
+)
 from loopdyn.linalg import backward_subst_t, cholesky_inplace, cholesky_solve, forward_subst
 from loopdyn.methods.common import (
+    METHOD_ARGS,
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
     bound_kernel,
     closure_body_wrenches,
+    input_status,
     system_terms,
 )
 from loopdyn.tree.aba import aba_kernel
@@ -94,11 +105,15 @@ def slm_multipliers(M, J, phi, gamma, rows, Y, Sm, x, lam):
 
 
 @entry_kernel
-def slm_entry(mlay, mi, mf, dlay, df, piv, rows, q, v, tau, qdd, lam):
-    """``slm_kernel`` on the packed model and data buffers (``loopdyn.arena``)."""
+def slm_entry(ictx, fctx, piv, rows, q, v, tau, qdd, lam):
+    """``slm_kernel`` on a Data's context buffers (``loopdyn.arena``), inputs checked."""
+    mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
     topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)
     Xrel, Xw, S, vec6, mat6, tmp33 = tree_views(dlay, df)
     cw, rw, zeros_nv, Phi, J, gamma, M, phi = closure_views(dlay, df)
+    status = input_status(mlay, topo, q, v, tau, block(zeros_nv, 0, (0, 6)))
+    if status < 0.0:
+        return status
     _, _, Y, Sm, x, fext, _ = method_views(dlay, df)
     return slm_kernel(
         topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
@@ -107,8 +122,11 @@ def slm_entry(mlay, mi, mf, dlay, df, piv, rows, q, v, tau, qdd, lam):
     )  # fmt: skip
 
 
+ENTRY = Entry(slm_entry, *METHOD_ARGS)
+
+
 def run(model, q, v, tau, rows, d):
     """Runner for ``ld.forward_dynamics``: (q̈, λ on ``rows``, pivot ratio or status < 0)."""
     qdd = np.empty(model.nv)
     lam = np.empty(rows.shape[0])
-    return qdd, lam, bound_kernel("slm", slm_entry, model, d, rows)(q, v, tau, qdd, lam)
+    return qdd, lam, bound_kernel("slm", ENTRY, d, rows)(q, v, tau, qdd, lam)

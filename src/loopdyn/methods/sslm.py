@@ -30,16 +30,29 @@ preallocated buffers (``SSLMWork``, kept on the ``Data`` object).
 """
 
 import numpy as np
-from numba import njit, prange, typeof
+from numba import njit, prange, types
 
-from loopdyn.arena import block, closure_views, entry_kernel, method_views, model_views, tree_views
+from loopdyn.arena import (
+    F1,
+    I1,
+    Entry,
+    block,
+    closure_views,
+    context_buffers,
+    entry_kernel,
+    method_views,
+    model_views,
+    tree_views,
+)
 from loopdyn.constraints import bias_acceleration_kernel, closure_terms, closure_work
 from loopdyn.errors import SingularityError
 from loopdyn.kinematics import fk_kernel
 from loopdyn.methods.common import (
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
+    BoundKernel,
     closure_body_wrenches,
+    input_status,
 )
 from loopdyn.methods.slm import slm_multipliers
 from loopdyn.spatial import inertia_to_parent_add
@@ -968,11 +981,15 @@ def _aba_subsystems(sub, tloc, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S
 
 
 @entry_kernel
-def sslm_entry(mlay, mi, mf, dlay, df, ip, fw, rows, q, v, tau, qdd, lam):
-    """``sslm_kernel`` on the packed model, data and plan buffers (``loopdyn.arena``)."""
+def sslm_entry(ictx, fctx, ip, fw, rows, q, v, tau, qdd, lam):
+    """``sslm_kernel`` on a Data's context and the plan's buffers, inputs checked."""
+    mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
     topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)
     Xrel, Xw, S, vec6, mat6, tmp33 = tree_views(dlay, df)
     cw, rw, zeros_nv, Phi, J, gamma, _, _ = closure_views(dlay, df)
+    status = input_status(mlay, topo, q, v, tau, block(zeros_nv, 0, (0, 6)))
+    if status < 0.0:
+        return status
     _, _, _, _, _, fext, _ = method_views(dlay, df)
     return sslm_kernel(
         topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
@@ -981,27 +998,8 @@ def sslm_entry(mlay, mi, mf, dlay, df, ip, fw, rows, q, v, tau, qdd, lam):
     )  # fmt: skip
 
 
-class _BoundEntry:
-    """``sslm_entry`` with the model, data and plan buffers bound (as ``common.BoundKernel``).
-
-    After the first call the compiled overload's entry point is called directly:
-    the argument types are fixed by the validation at the API edge.
-    """
-
-    __slots__ = ("call", "head")
-
-    def __init__(self, model, d, plan, rows):
-        self.head = (model.mlay, model.mi, model.mf, d.dlay, d.df, plan.ip, plan.fw, rows)
-        self.call = None
-
-    def __call__(self, q, v, tau, qdd, lam):
-        if self.call is not None:
-            return self.call(*self.head, q, v, tau, qdd, lam)
-        args = (*self.head, q, v, tau, qdd, lam)
-        out = sslm_entry(*args)
-        cres = sslm_entry.overloads.get(tuple(typeof(a) for a in args))
-        self.call = cres.entry_point if cres is not None else sslm_entry
-        return out
+# (ictx, fctx, plan ints, plan floats, rows, q, v, tau, qdd, lam)
+ENTRY = Entry(sslm_entry, types.float64, I1, F1, I1, F1, I1, F1, F1, F1, F1, F1)
 
 
 # ------------------------------------------------------------------ Python API
@@ -1011,7 +1009,7 @@ def run(model, q, v, tau, rows, d):
     if sw.last_rows is not rows:  # the plan (and its bound entry) of this row set
         plan = sw.plan(model, rows)
         if plan.bound is None:
-            plan.bound = _BoundEntry(model, d, plan, rows)
+            plan.bound = BoundKernel(ENTRY, (d.ictx, d.fctx, plan.ip, plan.fw, rows), rows)
         sw.last_rows, sw.last_plan = rows, plan
     qdd = np.empty(model.nv)
     lam = np.empty(rows.shape[0])

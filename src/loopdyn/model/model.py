@@ -381,6 +381,9 @@ class Data:
         self.fctx = arena.whole
         self.fctx[: model.mf.size] = model.mf
         self.ictx = context_ints(model, self.dlay)
+        # forward dynamics' caches (loopdyn.dynamics): closure rank, bound method entries
+        self.rank_info = None
+        self.bound_kernels = {}
         self.Xrel, self.Xw, self.S = v["Xrel"], v["Xw"], v["S"]
         self.vec6, self.mat6, self.tmp33 = v["vec6"], v["mat6"], v["tmp33"]
         self.fext_zero = np.zeros((0, 6))
