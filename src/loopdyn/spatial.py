@@ -96,6 +96,73 @@ def inertia_to_parent_add(R, p, I, out, tmp):
 
 
 @njit(cache=True, inline="always")
+def rigid_inertia_to_parent_add(R, p, I, out):
+    """out += iXλᵀ I iXλ for a *rigid-body* spatial inertia I (a body's, or a sum of them).
+
+    Such an inertia about the body origin is I = [[Ī, [h]×], [[h]×ᵀ, m 1]] (mass m,
+    first moment h = m c, rotational inertia Ī about the origin): 10 numbers, read
+    from I.  Moved to λ (c' = R c + p, g = R h):
+    h' = g + m p,   Ī' = R Ī Rᵀ + (2 p·g + m p·p) 1 - g pᵀ - p gᵀ - m p pᵀ,
+    about a quarter of the work of the general ``inertia_to_parent_add`` (which
+    articulated inertias need).  Only the structural non-zeros of ``out`` are
+    updated, so its exact zeros and symmetry are kept.
+    """
+    m = I[3, 3]
+    hx, hy, hz = I[2, 4], I[0, 5], I[1, 3]
+    r00, r01, r02 = R[0, 0], R[0, 1], R[0, 2]
+    r10, r11, r12 = R[1, 0], R[1, 1], R[1, 2]
+    r20, r21, r22 = R[2, 0], R[2, 1], R[2, 2]
+    px, py, pz = p[0], p[1], p[2]
+    # R Ī Rᵀ (Ī symmetric): T = Ī Rᵀ, then R T (upper triangle)
+    b00, b01, b02, b11, b12, b22 = I[0, 0], I[0, 1], I[0, 2], I[1, 1], I[1, 2], I[2, 2]
+    t00 = b00 * r00 + b01 * r01 + b02 * r02
+    t01 = b00 * r10 + b01 * r11 + b02 * r12
+    t02 = b00 * r20 + b01 * r21 + b02 * r22
+    t10 = b01 * r00 + b11 * r01 + b12 * r02
+    t11 = b01 * r10 + b11 * r11 + b12 * r12
+    t12 = b01 * r20 + b11 * r21 + b12 * r22
+    t20 = b02 * r00 + b12 * r01 + b22 * r02
+    t21 = b02 * r10 + b12 * r11 + b22 * r12
+    t22 = b02 * r20 + b12 * r21 + b22 * r22
+    gx = r00 * hx + r01 * hy + r02 * hz
+    gy = r10 * hx + r11 * hy + r12 * hz
+    gz = r20 * hx + r21 * hy + r22 * hz
+    s = 2.0 * (px * gx + py * gy + pz * gz) + m * (px * px + py * py + pz * pz)
+    a00 = r00 * t00 + r01 * t10 + r02 * t20 + s - 2.0 * gx * px - m * px * px
+    a01 = r00 * t01 + r01 * t11 + r02 * t21 - (gx * py + px * gy) - m * px * py
+    a02 = r00 * t02 + r01 * t12 + r02 * t22 - (gx * pz + px * gz) - m * px * pz
+    a11 = r10 * t01 + r11 * t11 + r12 * t21 + s - 2.0 * gy * py - m * py * py
+    a12 = r10 * t02 + r11 * t12 + r12 * t22 - (gy * pz + py * gz) - m * py * pz
+    a22 = r20 * t02 + r21 * t12 + r22 * t22 + s - 2.0 * gz * pz - m * pz * pz
+    hx, hy, hz = gx + m * px, gy + m * py, gz + m * pz
+    out[0, 0] += a00
+    out[1, 1] += a11
+    out[2, 2] += a22
+    out[0, 1] += a01
+    out[1, 0] += a01
+    out[0, 2] += a02
+    out[2, 0] += a02
+    out[1, 2] += a12
+    out[2, 1] += a12
+    out[3, 3] += m
+    out[4, 4] += m
+    out[5, 5] += m
+    # [h']× in the upper-right block, its transpose in the lower-left
+    out[0, 4] -= hz
+    out[4, 0] -= hz
+    out[0, 5] += hy
+    out[5, 0] += hy
+    out[1, 3] += hz
+    out[3, 1] += hz
+    out[1, 5] -= hx
+    out[5, 1] -= hx
+    out[2, 3] -= hy
+    out[3, 2] -= hy
+    out[2, 4] += hx
+    out[4, 2] += hx
+
+
+@njit(cache=True, inline="always")
 def motion_to_child_at(Xrel, i, m0, m1, m2, m3, m4, m5):
     """iXλ m as a 6-tuple, for the pose ``Xrel[i]`` of body i in its parent."""
     p0, p1, p2 = Xrel[i, 3, 0], Xrel[i, 3, 1], Xrel[i, 3, 2]

@@ -55,7 +55,7 @@ from loopdyn.methods.common import (
     input_status,
 )
 from loopdyn.methods.slm import slm_multipliers
-from loopdyn.spatial import inertia_to_parent_add
+from loopdyn.spatial import rigid_inertia_to_parent_add
 from loopdyn.topology import elimination_order, topology
 from loopdyn.tree.aba import aba_kernel
 from loopdyn.tree.rnea import rnea_from_kinematics
@@ -434,7 +434,7 @@ def subsystem_gims(topo, inertia, Xrel, S, mat6, ip, fw):
     for i in range(nb - 1, -1, -1):
         lam = topo[i, 0]
         if lam >= 0:
-            inertia_to_parent_add(Xrel[i, :3], Xrel[i, 3], mat6[i, 0], mat6[lam, 0], mat6[i, 3])
+            rigid_inertia_to_parent_add(Xrel[i, :3], Xrel[i, 3], mat6[i, 0], mat6[lam, 0])
     for j in range(ip[_NS]):
         b0, b1, v0, n = (
             ip[osub + 7 * j],

@@ -1,15 +1,17 @@
 """Composite-rigid-body algorithm for the joint-space inertia matrix (RBDA Table 6.2).
 
-The kernel indexes ``Data``'s arrays directly, keeps the force F = Ic S_k in
-registers while it walks up the tree, and skips the exact-zero block of ``S``.
+The kernel indexes ``Data``'s arrays directly, moves composite inertias with the
+rigid-body transform (10 parameters, ``spatial.rigid_inertia_to_parent_add``),
+keeps the force F = Ic S_k in registers while it walks up the tree, and skips
+the exact-zero block of ``S``.
 """
 
 from numba import njit
 
 from loopdyn.kinematics import body_pose, s_block
-from loopdyn.spatial import force_to_parent_at, inertia_to_parent_add
+from loopdyn.spatial import force_to_parent_at, rigid_inertia_to_parent_add
 
-_IA, _TM = 0, 3
+_IA = 0
 _T1 = 8  # scratch row of Data.vec6
 
 
@@ -39,9 +41,7 @@ def crba_from_poses(topo, inertia, Xrel, S, vec6, mat6, M):
     for i in range(nb - 1, -1, -1):
         lam = topo[i, 0]
         if lam >= 0:
-            inertia_to_parent_add(
-                Xrel[i, :3], Xrel[i, 3], mat6[i, _IA], mat6[lam, _IA], mat6[i, _TM]
-            )
+            rigid_inertia_to_parent_add(Xrel[i, :3], Xrel[i, 3], mat6[i, _IA], mat6[lam, _IA])
     for i in range(nb):
         iv = topo[i, 3]
         nvj = topo[i, 5]
