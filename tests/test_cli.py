@@ -69,6 +69,10 @@ def test_simulate_stops_at_a_singularity_and_writes_the_partial_trajectory(tmp_p
     assert "simulation stopped" in result.output and "(stopped)" in result.output
     traj = ld.Trajectory.load(out)
     assert not traj.completed and 0.4 < traj.t[-1] < 0.55
+    # the step that jumped over the fold (det J_d changed sign) left nothing behind:
+    # every recorded state is on the motion (energy kept; it fell 34 % past the fold)
+    assert "changed sign" in traj.message or "did not converge" in traj.message
+    assert np.abs(traj.energy_drift).max() < 1e-5 * abs(traj.energy[0])
 
 
 def test_simulate_reports_bad_input():

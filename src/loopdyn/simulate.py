@@ -281,6 +281,7 @@ class _System:
         self.rows = None
         self.ind = self.dep = None
         self.cond = None
+        self.orientation = 0.0  # sign of det J_d for the current partition
         self.G = None
         self._independent = independent
 
@@ -316,6 +317,17 @@ class _System:
 
     def set_partition(self, q, independent=None):
         self.ind, self.dep, self.rows, self.cond = self.candidate(q, independent)
+        self.orientation = self.orientation_at(q)
+
+    def orientation_at(self, q):
+        """Sign of det J_d at q for the current partition (0 if J_d is singular).
+
+        It flips where the independent coordinates cross a configuration at which
+        they cannot parametrise the mechanism (a fold of q_d(q_i)); a step can jump
+        over such a point, so the sign is compared from one accepted step to the next.
+        """
+        _, J, _ = constraints(self.model, q, data=self.data)
+        return float(np.linalg.slogdet(J[np.ix_(self.rows, self.dep)])[0])
 
     def state(self, q, v):
         """ODE state y of the full state (q, v); re-anchors the chart at q."""
@@ -826,6 +838,7 @@ class _Run:
     def step(self, repartition, repartition_cond):
         """One accepted step: outputs inside it, then the stabilised end state."""
         sy, st, t_out = self.system, self.stepper, self.t_out
+        t0 = self.last[0]
         st.step()
         y = st.y
         if not np.all(np.isfinite(y)):
@@ -840,6 +853,14 @@ class _Run:
         # the end of the step, stabilised; the chart is re-anchored there (every step,
         # or when far from the anchor if a change of state restarts the integrator)
         q, v = sy.full(y)
+        if sy.reduced and sy.orientation_at(q) != sy.orientation:
+            # det J_d changed sign within the step: the independent coordinates passed a
+            # singular configuration, and the step's states past it are not the motion
+            raise SingularityError(
+                f"{sy.model.name}: the dependent block J_d (coordinates {sy.dep.tolist()}) "
+                f"became singular between t = {t0:.6g} and {st.t:.6g} s (det J_d changed "
+                f"sign): the independent coordinates {sy.ind.tolist()} cannot pass it"
+            )
         changed = not sy.chart.euclid and (
             st.cheap or np.abs(sy.guess if sy.reduced else y[: sy.nv]).max() > 0.5
         )
@@ -854,6 +875,7 @@ class _Run:
                 ind, dep, rows, new = sy.candidate(q)
                 if not np.array_equal(ind, sy.ind) and new < 0.5 * cond:
                     sy.ind, sy.dep, sy.rows, sy.cond = ind, dep, rows, new
+                    sy.orientation = sy.orientation_at(q)
                     self.stats["repartitions"].append((float(st.t), ind.tolist()))
                     st.restart(sy.fun, st.t, sy.state(q, v))
                     changed = False
@@ -865,10 +887,13 @@ class _Run:
         sy, st, model = self.system, self.stepper, self.system.model
         retried_at = None
         while st.t < t_end:
-            t0 = self.last[0]
+            t0, n0, k0 = self.last[0], len(self.T), self.k
             try:
                 q, v = self.step(repartition, repartition_cond)
             except SingularityError as e:
+                # outputs the failed step recorded inside it are not on the motion
+                del self.T[n0:], self.Q[n0:], self.V[n0:]
+                self.k = k0
                 # a trial stage (or an output) is singular: with partitioning, choose
                 # new independent coordinates at the last accepted state, once per step
                 if sy.reduced and repartition and retried_at != t0:
