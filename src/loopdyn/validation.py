@@ -51,15 +51,17 @@ STATE_OK, STATE_NONFINITE, STATE_BAD = -1, -2, -3
 
 
 @njit(cache=True)
-def _zero_quaternion(topo, q):
-    """True if a spherical or free joint's quaternion is (numerically) zero."""
+def bad_quaternion(topo, q):
+    """Start in q of the first spherical or free joint's quaternion that is zero (or not
+    finite), or -1."""
     for i in range(topo.shape[0]):
         jt = topo[i, 1]
         if jt == SPHERICAL or jt == FREE:
             k = topo[i, 2] + (3 if jt == FREE else 0)
-            if not q[k] ** 2 + q[k + 1] ** 2 + q[k + 2] ** 2 + q[k + 3] ** 2 > 1e-20:
-                return True
-    return False
+            n2 = q[k] ** 2 + q[k + 1] ** 2 + q[k + 2] ** 2 + q[k + 3] ** 2
+            if not (n2 > 1e-20 and np.isfinite(n2)):
+                return k
+    return -1
 
 
 @njit(cache=True)
@@ -81,20 +83,9 @@ def state_status(mlay, topo, q, v, a, fext, nv_v, nv_a):
         for r in range(6):
             if not np.isfinite(fext[i, r]):
                 return STATE_NONFINITE
-    if _zero_quaternion(topo, q):
+    if bad_quaternion(topo, q) >= 0:
         return STATE_BAD
     return STATE_OK
-
-
-@njit(cache=True)
-def _bad_quaternion(q, starts):
-    """Index (into ``starts``) of the first zero or non-finite quaternion, or -1."""
-    for j in range(starts.shape[0]):
-        k = starts[j]
-        n2 = q[k] ** 2 + q[k + 1] ** 2 + q[k + 2] ** 2 + q[k + 3] ** 2
-        if not (n2 > 1e-20 and np.isfinite(n2)):
-            return j
-    return -1
 
 
 def configuration(model, q):
@@ -102,12 +93,9 @@ def configuration(model, q):
     if not (type(q) is _ND and q.dtype is _F64 and q.strides == _S8 and len(q) == model.nq):
         q = _vector(q, model.nq, "q", model)
     if model.has_quaternions:
-        ks = model._quat_starts
-        bad = _bad_quaternion(q, ks)
-        if bad >= 0:
-            raise ValueError(
-                f"{model.name}: quaternion at q[{ks[bad]}:{ks[bad] + 4}] is zero or not finite"
-            )
+        k = bad_quaternion(model.topo, q)
+        if k >= 0:
+            raise ValueError(f"{model.name}: quaternion at q[{k}:{k + 4}] is zero or not finite")
     return q
 
 
