@@ -26,7 +26,8 @@ def test_multiplier_methods_equal_augmented(name, method):
 
 
 @pytest.mark.parametrize("name", list(CLOSED))
-def test_against_pinocchio_constraint_dynamics(name):
+@pytest.mark.parametrize("method", METHODS)
+def test_against_pinocchio_constraint_dynamics(name, method):
     pytest.importorskip("pinocchio")
     from loopdyn.interop.pinocchio import PinocchioExport
 
@@ -35,7 +36,7 @@ def test_against_pinocchio_constraint_dynamics(name):
     if ex.unexported:
         pytest.skip(f"Pinocchio cannot express {ex.unexported}")
     for q, v, tau in states:
-        a = ld.forward_dynamics(model, q, v, tau)
+        a = ld.forward_dynamics(model, q, v, tau, method=method)
         np.testing.assert_allclose(
             ex.constraint_dynamics(q, v, tau), a.qdd, rtol=0, atol=1e-9 * np.abs(a.qdd).max()
         )
