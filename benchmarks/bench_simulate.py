@@ -91,7 +91,7 @@ def main():
     ld.simulate(model, t_end=0.1)  # warm-up: numba caches, imports
 
     rows = []
-    for method in ld.dynamics.METHODS:
+    for method in ld.methods.dynamics.METHODS:
         for stab in ("projection", "none", "partitioning"):
             if method != "augmented" and stab != "projection":
                 continue

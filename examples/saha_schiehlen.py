@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 
 import loopdyn as ld
+from loopdyn.analysis.motion import PrescribedMotion, cycloidal
 from loopdyn.examples.planar import circle_intersection
-from loopdyn.motion import PrescribedMotion, cycloidal
 
 T = 20.0
 DEG = np.pi / 180.0

@@ -105,7 +105,7 @@ def test_installed_entry_point_and_python_m(tmp_path):
 def test_bench_times_every_method_against_the_oracle():
     result = runner.invoke(app, ["bench", "four_bar", "--seconds", "0.01"], env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output
-    for name in ld.dynamics.METHODS:
+    for name in ld.methods.dynamics.METHODS:
         line = next(ln for ln in result.output.splitlines() if f"loopdyn {name}" in ln)
         assert float(line.split("│")[-2]) < 1e-10  # relative error against augmented
     assert "pin.constraintDynamics" in result.output

@@ -204,7 +204,7 @@ def test_bad_method_and_shapes():
         ld.forward_dynamics(model, model.q0, np.zeros(4))
 
 
-@pytest.mark.parametrize("method", ld.dynamics.METHODS)
+@pytest.mark.parametrize("method", ld.methods.dynamics.METHODS)
 def test_forward_dynamics_input_conversion_and_errors(method):
     """The fast path hands inputs to a single-signature entry: anything else is converted
     by the checked path (same result), bad input is a ValueError naming it, and no

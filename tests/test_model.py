@@ -344,7 +344,7 @@ def test_arena_block_is_a_view_like_reshape():
     """``arena.block`` (the entry kernels' views) equals slice + reshape and shares memory."""
     from numba import njit
 
-    from loopdyn.arena import block
+    from loopdyn.kernels.layout import block
 
     @njit
     def views(buf, n):

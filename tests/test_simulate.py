@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import loopdyn as ld
-from loopdyn import dynamics
-from loopdyn.motion import PrescribedMotion, consistent_acceleration, cycloidal
-from loopdyn.simulate import INTEGRATORS, chart_rate_kernel
+from loopdyn.analysis.motion import PrescribedMotion, consistent_acceleration, cycloidal
+from loopdyn.methods import dynamics
+from loopdyn.sim.simulate import INTEGRATORS, chart_rate_kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from saha_schiehlen import five_bar_lower, singular_crossings

@@ -360,7 +360,7 @@ def test_three_rrr_parameters():
 def test_catalog_lists_the_paper_mechanisms():
     for name in PAPER:
         assert name in ld.examples.names()
-    assert "sslm" in ld.dynamics.METHODS
+    assert "sslm" in ld.methods.dynamics.METHODS
 
 
 @pytest.mark.parametrize("name", PAPER)

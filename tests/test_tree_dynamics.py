@@ -387,7 +387,7 @@ def test_read_only_inputs_are_accepted():
     closed = ld.examples.four_bar()
     zc = np.zeros(3)
     zc.setflags(write=False)
-    for method in ld.dynamics.METHODS:
+    for method in ld.methods.dynamics.METHODS:
         res = ld.forward_dynamics(closed, closed.q0, zc, zc, method=method)
         ref = ld.forward_dynamics(
             closed, np.array(closed.q0), np.zeros(3), np.zeros(3), method=method

@@ -5,18 +5,10 @@
 >>> qdd = ld.aba(model, model.q0, np.zeros(model.nv), np.zeros(model.nv))
 """
 
-from loopdyn import examples, interop, topology
-from loopdyn.assembly import assemble, complete_velocity, partition
-from loopdyn.configuration import difference, integrate
-from loopdyn.constraints import (
-    closure_residual,
-    constraint_bias,
-    constraint_jacobian,
-    constraint_rank,
-    constraints,
-)
-from loopdyn.dynamics import closure_forces, closure_wrenches, forward_dynamics
-from loopdyn.energy import kinetic_energy, potential_energy, total_energy
+from loopdyn import examples, interop, methods, topology, viz
+from loopdyn.analysis.assembly import assemble, complete_velocity, partition
+from loopdyn.analysis.energy import kinetic_energy, potential_energy, total_energy
+from loopdyn.analysis.inverse import inverse_dynamics
 from loopdyn.errors import (
     ActuationError,
     AssemblyError,
@@ -26,8 +18,16 @@ from loopdyn.errors import (
     SimulationSingularityError,
     SingularityError,
 )
-from loopdyn.inverse import inverse_dynamics
-from loopdyn.kinematics import forward_kinematics, frame_jacobian, frame_placement
+from loopdyn.kinematics.closures import (
+    closure_residual,
+    constraint_bias,
+    constraint_jacobian,
+    constraint_rank,
+    constraints,
+)
+from loopdyn.kinematics.configuration import difference, integrate
+from loopdyn.kinematics.frames import forward_kinematics, frame_jacobian, frame_placement
+from loopdyn.methods.dynamics import closure_forces, closure_wrenches, forward_dynamics
 from loopdyn.methods.sslm import GICM, gicm
 from loopdyn.model import (
     GROUND,
@@ -41,8 +41,8 @@ from loopdyn.model import (
     Spherical,
     Universal,
 )
-from loopdyn.simulate import simulate
-from loopdyn.trajectory import Trajectory
+from loopdyn.sim.simulate import simulate
+from loopdyn.sim.trajectory import Trajectory
 from loopdyn.tree import aba, crba, nonlinear_effects, rnea
 
 __version__ = "0.1.0"
@@ -89,6 +89,7 @@ __all__ = [
     "interop",
     "inverse_dynamics",
     "kinetic_energy",
+    "methods",
     "nonlinear_effects",
     "partition",
     "potential_energy",
@@ -96,4 +97,5 @@ __all__ = [
     "simulate",
     "topology",
     "total_energy",
+    "viz",
 ]

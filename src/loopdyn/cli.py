@@ -326,10 +326,10 @@ def bench(
         return min(timeit.repeat(fn, number=n, repeat=5)) / n * 1e6
 
     rows = []
-    for name in method or list(ld.dynamics.METHODS):
-        if name not in ld.dynamics.METHODS:
+    for name in method or list(ld.methods.dynamics.METHODS):
+        if name not in ld.methods.dynamics.METHODS:
             raise typer.BadParameter(
-                f"unknown method {name!r}; use {', '.join(ld.dynamics.METHODS)}"
+                f"unknown method {name!r}; use {', '.join(ld.methods.dynamics.METHODS)}"
             )
         err = np.abs(ld.forward_dynamics(m, q, v, tau, method=name).qdd - ref).max() / scale
         t = per_call(lambda name=name: ld.forward_dynamics(m, q, v, tau, method=name))

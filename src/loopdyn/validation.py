@@ -7,7 +7,7 @@ Each check has a fast path for the common case (an already valid float64 array,
 import numpy as np
 from numba import njit
 
-from loopdyn.arena import model_sizes
+from loopdyn.kernels.layout import model_sizes
 from loopdyn.model.joints import FREE, SPHERICAL
 
 _F64 = np.dtype(np.float64)

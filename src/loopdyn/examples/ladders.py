@@ -39,7 +39,7 @@ def spatial_ladder_tree(L=4):
 
 
 def _ladder(L, closed):
-    from loopdyn.assembly import assemble
+    from loopdyn.analysis.assembly import assemble
 
     if int(L) < 1:
         raise ValueError("spatial_ladder needs L >= 1")

@@ -16,7 +16,7 @@ documented in each docstring and in ``docs/sslm.md``.
 
 import numpy as np
 
-from loopdyn.assembly import assemble
+from loopdyn.analysis.assembly import assemble
 from loopdyn.examples.planar import G_PLANAR, _angle, circle_intersection
 from loopdyn.examples.shapes import rod
 from loopdyn.model import ModelBuilder, Prismatic, Revolute

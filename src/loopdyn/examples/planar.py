@@ -6,7 +6,7 @@ its angle relative to its parent link (the papers' θ2 convention).
 
 import numpy as np
 
-from loopdyn.assembly import assemble
+from loopdyn.analysis.assembly import assemble
 from loopdyn.examples.shapes import box, rod
 from loopdyn.model import ModelBuilder, Revolute
 

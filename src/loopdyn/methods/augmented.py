@@ -10,7 +10,7 @@ the oracle every other method is tested against.
 import numpy as np
 from numba import njit
 
-from loopdyn.arena import (
+from loopdyn.kernels.layout import (
     Entry,
     block,
     closure_views,
@@ -20,7 +20,7 @@ from loopdyn.arena import (
     model_views,
     tree_views,
 )
-from loopdyn.linalg import lu_inplace, lu_solve
+from loopdyn.kernels.linalg import lu_inplace, lu_solve
 from loopdyn.methods.common import (
     METHOD_ARGS,
     NONFINITE_INPUT,
@@ -75,7 +75,7 @@ def augmented_kernel(
 
 @entry_kernel
 def augmented_entry(ictx, fctx, piv, rows, q, v, tau, qdd, lam):
-    """``augmented_kernel`` on a Data's context buffers (``loopdyn.arena``), inputs checked."""
+    """``augmented_kernel`` on a Data's context buffers (``kernels.layout``), inputs checked."""
     mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
     topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)
     Xrel, Xw, S, vec6, mat6, tmp33 = tree_views(dlay, df)

@@ -3,9 +3,9 @@
 import numpy as np
 from numba import njit, types
 
-from loopdyn.arena import F1, I1, model_sizes
-from loopdyn.constraints import bias_acceleration_kernel, closure_terms
-from loopdyn.kinematics import fk_kernel
+from loopdyn.kernels.layout import F1, I1, model_sizes
+from loopdyn.kinematics.closures import bias_acceleration_kernel, closure_terms
+from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.tree.crba import crba_from_poses
 from loopdyn.tree.rnea import rnea_from_kinematics
 from loopdyn.validation import STATE_BAD, STATE_NONFINITE, state_status

@@ -22,7 +22,7 @@ independent rows), then q̈ from (13).  Cost O(n + nm + nm² + m³) (their §2.6
 import numpy as np
 from numba import njit
 
-from loopdyn.arena import (
+from loopdyn.kernels.layout import (
     Entry,
     block,
     closure_views,
@@ -32,9 +32,9 @@ from loopdyn.arena import (
     model_views,
     tree_views,
 )
-from loopdyn.constraints import bias_acceleration_kernel, closure_terms
-from loopdyn.kinematics import fk_kernel
-from loopdyn.linalg import backward_subst_t, cholesky_inplace, forward_subst
+from loopdyn.kernels.linalg import backward_subst_t, cholesky_inplace, forward_subst
+from loopdyn.kinematics.closures import bias_acceleration_kernel, closure_terms
+from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods.common import (
     METHOD_ARGS,
     NONFINITE_INPUT,

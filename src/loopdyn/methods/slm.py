@@ -13,7 +13,7 @@ systems").
 import numpy as np
 from numba import njit
 
-from loopdyn.arena import (
+from loopdyn.kernels.layout import (
     Entry,
     block,
     closure_views,
@@ -23,7 +23,7 @@ from loopdyn.arena import (
     model_views,
     tree_views,
 )
-from loopdyn.linalg import backward_subst_t, cholesky_inplace, cholesky_solve, forward_subst
+from loopdyn.kernels.linalg import backward_subst_t, cholesky_inplace, cholesky_solve, forward_subst
 from loopdyn.methods.common import (
     METHOD_ARGS,
     NONFINITE_INPUT,
@@ -106,7 +106,7 @@ def slm_multipliers(M, J, phi, gamma, rows, Y, Sm, x, lam):
 
 @entry_kernel
 def slm_entry(ictx, fctx, piv, rows, q, v, tau, qdd, lam):
-    """``slm_kernel`` on a Data's context buffers (``loopdyn.arena``), inputs checked."""
+    """``slm_kernel`` on a Data's context buffers (``loopdyn.kernels.layout``), inputs checked."""
     mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
     topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)
     Xrel, Xw, S, vec6, mat6, tmp33 = tree_views(dlay, df)

@@ -1,7 +1,7 @@
 """Subsystem-level Lagrange multipliers (SSLM), eqs. (13)–(46) of the reduced-order paper.
 
 The spanning forest is cut into v subsystems (the trees hanging from the ground,
-``loopdyn.topology``) and u loops (the closures).  With the subsystem GIMs
+``loopdyn.topology.mechanism``) and u loops (the closures).  With the subsystem GIMs
 I_j, the J blocks J_{i,j} (O unless loop i meets subsystem j) and φ_j = τ_j - h_j:
 
     q̈_j = I_j⁻¹ (φ_j + J_jᵀ λ) = φ̂_j + Î_jᵀ λ                      (19)–(21)
@@ -32,7 +32,8 @@ preallocated buffers (``SSLMWork``, kept on the ``Data`` object).
 import numpy as np
 from numba import njit, prange, types
 
-from loopdyn.arena import (
+from loopdyn.errors import SingularityError
+from loopdyn.kernels.layout import (
     F1,
     I1,
     Entry,
@@ -44,9 +45,9 @@ from loopdyn.arena import (
     model_views,
     tree_views,
 )
-from loopdyn.constraints import bias_acceleration_kernel, closure_terms, closure_work
-from loopdyn.errors import SingularityError
-from loopdyn.kinematics import fk_kernel
+from loopdyn.kernels.spatial import rigid_inertia_to_parent_add
+from loopdyn.kinematics.closures import bias_acceleration_kernel, closure_terms, closure_work
+from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods.common import (
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
@@ -55,8 +56,7 @@ from loopdyn.methods.common import (
     input_status,
 )
 from loopdyn.methods.slm import slm_multipliers
-from loopdyn.spatial import rigid_inertia_to_parent_add
-from loopdyn.topology import elimination_order, topology
+from loopdyn.topology.mechanism import elimination_order, topology
 from loopdyn.tree.aba import aba_kernel
 from loopdyn.tree.rnea import rnea_from_kinematics
 from loopdyn.validation import all_finite
@@ -1037,7 +1037,7 @@ def subsystem_accelerations(model, q, v, tau, lam, parallel=False, data=None):
     own slices of the workspace; worthwhile only for large subsystems.  Returns
     q̈ (nv).  Raises :class:`SingularityError` if an articulated inertia is singular.
     """
-    from loopdyn.constraints import _evaluate
+    from loopdyn.kinematics.closures import _evaluate
     from loopdyn.validation import configuration, vector
 
     d = model.data if data is None else data

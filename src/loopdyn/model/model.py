@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from loopdyn.errors import ModelError
+from loopdyn.kernels.spatial import spatial_inertia
 from loopdyn.model.closures import KINDS, ClosureSpec
 from loopdyn.model.joints import FREE, JOINT_NAMES, JOINT_NQ, JOINT_NV, SPHERICAL, Joint
-from loopdyn.spatial import spatial_inertia
 
 GROUND = "ground"
 
@@ -225,7 +225,7 @@ class Model:
 
     def _pack(self):
         """Move the kernels' arrays into two buffers (``mi``, ``mf``) described by ``mlay``."""
-        from loopdyn.arena import Arena, model_specs
+        from loopdyn.kernels.layout import Arena, model_specs
 
         ints, floats = model_specs(self.nbodies, self.nc, self.m)
         ai, af = Arena(np.int64, ints), Arena(np.float64, floats)
@@ -253,7 +253,7 @@ class Model:
         """Degrees of freedom nv - rank(J) at ``q0`` (nv for a tree)."""
         if self.m == 0:
             return self.nv
-        from loopdyn.constraints import constraint_rank
+        from loopdyn.kinematics.closures import constraint_rank
 
         return self.nv - constraint_rank(self, self.q0).rank
 
@@ -358,18 +358,18 @@ class Data:
     - ``mat6`` (nb, 4, 6, 6): per-body 6×6 blocks: ``IA`` articulated/composite
       inertia, ``U`` = IA S, ``DINV`` = (Sᵀ IA S)⁻¹, scratch
     - ``tmp33`` (3, 3, 3): scratch for joint kinematics
-    - ``closure``: Φ, J, γ and their scratch (``loopdyn.constraints``); ``dyn``: the
+    - ``closure``: Φ, J, γ and their scratch (``loopdyn.kinematics.closures``); ``dyn``: the
       multiplier methods' M, φ, KKT matrix, ... (``loopdyn.methods``)
 
     All float arrays are views of one buffer ``df`` laid out by ``dlay``
-    (``loopdyn.arena``), so entry kernels take a handful of arguments.
+    (``loopdyn.kernels.layout``), so entry kernels take a handful of arguments.
     """
 
     V, A, C, F, U6, CJ, PJ, VJ, T1, T2 = range(10)
     IA, U, DINV, TM = range(4)
 
     def __init__(self, model):
-        from loopdyn.arena import Arena, context_ints, data_specs
+        from loopdyn.kernels.layout import Arena, context_ints, data_specs
 
         nb = max(model.nbodies, 1)
         nc1, m1, m, nv = max(model.nc, 1), max(model.m, 1), model.m, model.nv
@@ -377,18 +377,18 @@ class Data:
         v = arena.views
         self.df = arena.buf  # every float workspace below is a view of this buffer
         self.dlay = np.array([nb, nc1, m1, m, nv, *arena.offsets[:-1]], dtype=np.int64)
-        # the context of the fast entries (loopdyn.arena): model floats copied ahead of df
+        # the context of the fast entries (loopdyn.kernels.layout): model floats copied ahead of df
         self.fctx = arena.whole
         self.fctx[: model.mf.size] = model.mf
         self.ictx = context_ints(model, self.dlay)
-        # forward dynamics' caches (loopdyn.dynamics): closure rank, bound method entries
+        # forward dynamics' caches (loopdyn.methods.dynamics): closure rank, bound method entries
         self.rank_info = None
         self.bound_kernels = {}
         self.Xrel, self.Xw, self.S = v["Xrel"], v["Xw"], v["S"]
         self.vec6, self.mat6, self.tmp33 = v["vec6"], v["mat6"], v["tmp33"]
         self.fext_zero = np.zeros((0, 6))
         self.model = model
-        # closure kinematics (loopdyn.constraints) and multiplier methods (loopdyn.methods)
+        # closure kinematics (loopdyn.kinematics.closures) and multiplier methods (loopdyn.methods)
         self.closure = _Workspace(cw=v["cw"], rw=v["rw"], Phi=v["Phi"], J=v["J"], gamma=v["gamma"])
         self.piv = np.zeros(nv + m, dtype=np.int64)
         self.dyn = _Workspace(

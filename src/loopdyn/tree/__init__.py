@@ -15,7 +15,8 @@ error that names the culprit.
 import numpy as np
 from numba import types
 
-from loopdyn.arena import (
+from loopdyn.errors import SingularityError
+from loopdyn.kernels.layout import (
     F1,
     F2,
     I1,
@@ -27,7 +28,6 @@ from loopdyn.arena import (
     model_views,
     tree_views,
 )
-from loopdyn.errors import SingularityError
 from loopdyn.model import Data
 from loopdyn.tree.aba import aba_kernel
 from loopdyn.tree.crba import crba_kernel
@@ -47,7 +47,7 @@ from loopdyn.validation import (
 
 @entry_kernel
 def _aba_entry(ictx, fctx, q, v, tau, fext, qdd):
-    """``aba_kernel`` on a Data's context buffers (``loopdyn.arena``); -1 or a status."""
+    """``aba_kernel`` on a Data's context buffers (``loopdyn.kernels.layout``); -1 or a status."""
     mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
     topo, _, _, jgeom, inertia, gravity, _, _ = model_views(mlay, mi, mf)
     nv = model_sizes(mlay)[1]

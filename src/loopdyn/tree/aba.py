@@ -12,14 +12,14 @@ update and the exact zeros change results at the rounding level only.
 
 from numba import njit
 
-from loopdyn.kinematics import body_pose, body_velocity, s_block
-from loopdyn.model.joints import FREE, SPHERICAL
-from loopdyn.spatial import (
+from loopdyn.kernels.spatial import (
     force_to_parent_at,
     inertia_to_parent_add,
     mat6_vec_at,
     motion_to_child_at,
 )
+from loopdyn.kinematics.frames import body_pose, body_velocity, s_block
+from loopdyn.model.joints import FREE, SPHERICAL
 
 # rows of Data.vec6 and Data.mat6
 _V, _A, _C, _PA, _U6, _T1 = 0, 1, 2, 3, 4, 8

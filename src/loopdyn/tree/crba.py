@@ -8,8 +8,8 @@ the exact-zero block of ``S``.
 
 from numba import njit
 
-from loopdyn.kinematics import body_pose, s_block
-from loopdyn.spatial import force_to_parent_at, rigid_inertia_to_parent_add
+from loopdyn.kernels.spatial import force_to_parent_at, rigid_inertia_to_parent_add
+from loopdyn.kinematics.frames import body_pose, s_block
 
 _IA = 0
 _T1 = 8  # scratch row of Data.vec6

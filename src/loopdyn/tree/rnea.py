@@ -6,8 +6,8 @@ The kernel indexes ``Data``'s arrays directly and keeps 6-vectors in registers
 
 from numba import njit
 
-from loopdyn.kinematics import body_pose, body_velocity
-from loopdyn.spatial import force_to_parent_at, mat6_vec_at, motion_to_child_at
+from loopdyn.kernels.spatial import force_to_parent_at, mat6_vec_at, motion_to_child_at
+from loopdyn.kinematics.frames import body_pose, body_velocity
 
 # rows of Data.vec6
 _V, _A, _C, _F = 0, 1, 2, 3
@@ -36,7 +36,7 @@ def rnea_kernel(topo, jgeom, inertia, gravity, q, v, qdd, fext, Xrel, S, vec6, t
 @njit(cache=True)
 def rnea_from_kinematics(topo, inertia, gravity, qdd, fext, Xrel, S, vec6, tau):
     """``rnea_kernel`` when poses, S, velocities and C are already in the workspace
-    (``loopdyn.kinematics.fk_kernel``): the multiplier methods share one kinematics pass."""
+    (``loopdyn.kinematics.frames.fk_kernel``): the multiplier methods share one kinematics pass."""
     has_f = fext.shape[0] > 0
     for i in range(topo.shape[0]):
         _forward_body(i, topo, inertia, gravity, qdd, fext, has_f, Xrel, S, vec6)

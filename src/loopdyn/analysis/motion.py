@@ -15,9 +15,9 @@ Models whose actuated coordinates are Euclidean (revolute, prismatic) only.
 
 import numpy as np
 
-from loopdyn.assembly import assemble, complete_velocity
-from loopdyn.constraints import constraints
-from loopdyn.inverse import inverse_dynamics
+from loopdyn.analysis.assembly import assemble, complete_velocity
+from loopdyn.analysis.inverse import inverse_dynamics
+from loopdyn.kinematics.closures import constraints
 
 
 def cycloidal(t, T, start, end):

@@ -40,18 +40,18 @@ from contextlib import contextmanager, suppress
 import numpy as np
 from numba import njit
 
-from loopdyn import dynamics
-from loopdyn.assembly import assemble, complete_velocity, partition
-from loopdyn.configuration import integrate
-from loopdyn.constraints import closure_residual, constraint_rank, constraints
+from loopdyn.analysis.assembly import assemble, complete_velocity, partition
 from loopdyn.errors import (
     LoopdynError,
     SimulationError,
     SimulationSingularityError,
     SingularityError,
 )
+from loopdyn.kinematics.closures import closure_residual, constraint_rank, constraints
+from loopdyn.kinematics.configuration import integrate
+from loopdyn.methods import dynamics
 from loopdyn.model.joints import FREE, SPHERICAL
-from loopdyn.trajectory import Trajectory
+from loopdyn.sim.trajectory import Trajectory
 from loopdyn.tree import crba
 from loopdyn.validation import configuration, vector
 
@@ -686,7 +686,7 @@ def simulate(
       ``ld.complete_velocity``, keeping the actuated coordinates).
       ``tau``: None, a constant (nv, or one value per actuated coordinate), or a
       controller ``tau(t, q, v)`` returning either.
-      ``method``: any of ``ld.dynamics.METHODS``; it is called once per
+      ``method``: any of ``ld.methods.dynamics.METHODS``; it is called once per
       right-hand side evaluation.
       ``integrator``: ``"RK45"``, ``"DOP853"``, ``"Radau"``, ``"BDF"``,
       ``"LSODA"`` (scipy, tolerances ``rtol``/``atol``, ``max_step``) or
@@ -926,7 +926,7 @@ class _Run:
 # -------------------------------------------------------- post-processing
 def _trajectory(system, T, Q, V, stats, integrator, rtol, atol, completed, message):
     """Evaluate q̈, λ, τ, residuals and energy at the recorded states."""
-    from loopdyn.energy import total_energy
+    from loopdyn.analysis.energy import total_energy
 
     model, d = system.model, system.data
     n = len(T)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from loopdyn.kinematics import fk_kernel
-from loopdyn.spatial import motion_to_child
+from loopdyn.kernels.spatial import motion_to_child
+from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.validation import configuration, vector
 
 # rows of the closure workspace cw (nc, 16, 3)

@@ -133,7 +133,7 @@ def skeleton(model):
 
 def _world(model, q, skel):
     """World segments [(origin, point) ...], closure points, body origins at q."""
-    from loopdyn.kinematics import forward_kinematics
+    from loopdyn.kinematics.frames import forward_kinematics
 
     Xw = np.array(forward_kinematics(model, q).Xw)
     pts, _, closures = skel
@@ -182,7 +182,7 @@ def animate_trajectory(traj, path, model=None, fps=30, speed=1.0, trace=None, dp
     frames = [_world(model, q, skel) for q in Qf]
     trace_pts = None
     if trace is not None:
-        from loopdyn.kinematics import frame_placement
+        from loopdyn.kinematics.frames import frame_placement
 
         trace_pts = np.array([frame_placement(model, q, trace)[1] for q in Qf])
     allp = [skel[1]]

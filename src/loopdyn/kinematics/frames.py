@@ -10,6 +10,7 @@ twist in the frame's own axes (Pinocchio's ``LOCAL``).
 import numpy as np
 from numba import njit
 
+from loopdyn.kernels.spatial import motion_to_child_at
 from loopdyn.model.joints import (
     FREE,
     PRISMATIC,
@@ -17,7 +18,6 @@ from loopdyn.model.joints import (
     SPHERICAL,
     UNIVERSAL,
 )
-from loopdyn.spatial import motion_to_child_at
 
 LOCAL, WORLD = 0, 1
 _REFERENCES = {"local": LOCAL, "world": WORLD, "local_world_aligned": WORLD}

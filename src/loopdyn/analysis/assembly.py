@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loopdyn.configuration import integrate
-from loopdyn.constraints import constraint_jacobian, constraints
 from loopdyn.errors import AssemblyError
+from loopdyn.kinematics.closures import constraint_jacobian, constraints
+from loopdyn.kinematics.configuration import integrate
 from loopdyn.validation import configuration, vector
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from loopdyn.kinematics import forward_kinematics
+from loopdyn.kinematics.frames import forward_kinematics
 from loopdyn.tree import crba
 from loopdyn.validation import vector
 

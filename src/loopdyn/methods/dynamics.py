@@ -9,8 +9,8 @@ multipliers are the minimum-norm ones over all rows.
 
 import numpy as np
 
-from loopdyn.constraints import closure_work, constraint_rank
 from loopdyn.errors import SingularityError
+from loopdyn.kinematics.closures import closure_work, constraint_rank
 from loopdyn.methods import augmented, recursive_lambda, slm, sslm
 from loopdyn.methods.common import NONFINITE_INPUT, NONFINITE_OUTPUT, ForwardDynamicsResult
 from loopdyn.model import Data
@@ -112,7 +112,7 @@ def closure_wrenches(model, q, lam, data=None):
     body's frame about the body origin, the format of ``fext`` in ``ld.rnea`` /
     ``ld.aba``: so ``rnea(q, v, qdd, fext=closure_wrenches(q, lam))`` returns τ.
     """
-    from loopdyn.constraints import _evaluate
+    from loopdyn.kinematics.closures import _evaluate
     from loopdyn.methods.common import closure_body_wrenches
 
     d = model.data if data is None else data
@@ -131,7 +131,7 @@ def closure_forces(model, q, lam, data=None):
 
     Body A receives the opposite force and moment (Newton's third law).
     """
-    from loopdyn.constraints import _evaluate
+    from loopdyn.kinematics.closures import _evaluate
 
     d = model.data if data is None else data
     lam = vector(lam, model.m, "lam", model)

@@ -178,7 +178,7 @@ class Trajectory:
         ``"energy"``.  Saved to ``path`` (PNG, PDF, SVG …) when given.  Returns
         the figure.
         """
-        from loopdyn.plotting import plot_trajectory
+        from loopdyn.viz.plotting import plot_trajectory
 
         return plot_trajectory(self, path, what, title)
 
@@ -189,7 +189,7 @@ class Trajectory:
         simulated seconds per second of video; ``trace``: a frame name whose path
         is drawn.  Needs the model: ``model`` or the one the trajectory came with.
         """
-        from loopdyn.plotting import animate_trajectory
+        from loopdyn.viz.plotting import animate_trajectory
 
         return animate_trajectory(self, path, model, fps, speed, trace, dpi)
 

@@ -334,7 +334,7 @@ def mechanism_graph(model, q=None):
     ball → spherical, universal).  Raises :class:`ModelError` for fixed or free
     joints and weld or generic closures, which have no joint counterpart here.
     """
-    from loopdyn.kinematics import forward_kinematics
+    from loopdyn.kinematics.frames import forward_kinematics
 
     q = model.q0 if q is None else np.asarray(q, float)
     d = forward_kinematics(model, q, data=model.create_data())

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loopdyn.constraints import constraints
 from loopdyn.errors import ActuationError
+from loopdyn.kinematics.closures import constraints
 from loopdyn.tree import rnea
 from loopdyn.validation import configuration, vector
 

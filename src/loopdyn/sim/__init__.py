@@ -1,0 +1,1 @@
+"""Time integration with constraint stabilisation, and its ``Trajectory``."""

@@ -1,0 +1,1 @@
+"""Plots and animations of trajectories and mechanisms."""
