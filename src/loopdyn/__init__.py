@@ -24,10 +24,16 @@ from loopdyn.kinematics.closures import (
     constraint_jacobian,
     constraint_rank,
     constraints,
+    degrees_of_freedom,
 )
 from loopdyn.kinematics.configuration import difference, integrate
 from loopdyn.kinematics.frames import forward_kinematics, frame_jacobian, frame_placement
-from loopdyn.methods.dynamics import closure_forces, closure_wrenches, forward_dynamics
+from loopdyn.methods.dynamics import (
+    closure_forces,
+    closure_loads_at,
+    closure_wrenches,
+    forward_dynamics,
+)
 from loopdyn.methods.sslm import GICM, gicm
 from loopdyn.model import (
     GROUND,
@@ -70,6 +76,7 @@ __all__ = [
     "aba",
     "assemble",
     "closure_forces",
+    "closure_loads_at",
     "closure_residual",
     "closure_wrenches",
     "complete_velocity",
@@ -78,6 +85,7 @@ __all__ = [
     "constraint_rank",
     "constraints",
     "crba",
+    "degrees_of_freedom",
     "difference",
     "examples",
     "forward_dynamics",
