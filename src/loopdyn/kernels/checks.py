@@ -14,7 +14,7 @@ from loopdyn.model.joints import FREE, SPHERICAL
 STATE_OK, STATE_NONFINITE, STATE_BAD = 0, -3, -4
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def all_finite(x):
     """True if every entry of the vector x is finite."""
     for i in range(x.shape[0]):
@@ -37,7 +37,7 @@ def bad_quaternion(topo, q):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def state_status(m, q, v, a, nv_v, nv_a):
     """``STATE_OK`` if ``q`` (nq), ``v`` (``nv_v``) and ``a`` (``nv_a``) have their lengths,
     every entry is finite and no quaternion is zero; else ``STATE_NONFINITE`` or
@@ -51,7 +51,7 @@ def state_status(m, q, v, a, nv_v, nv_a):
     return STATE_OK
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def wrench_status(m, fext):
     """``STATE_OK`` if ``fext`` is empty or (nb, 6) and finite."""
     if fext.shape[0] != 0 and fext.shape[0] != m.nb:

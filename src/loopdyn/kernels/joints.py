@@ -13,7 +13,7 @@ from loopdyn.kernels.spatial import motion_to_child_at
 from loopdyn.model.joints import FREE, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rodrigues(x, y, z, theta):
     """R = exp(θ [axis]×) for a unit axis, as a row-major 9-tuple."""
     c = np.cos(theta)
@@ -32,7 +32,7 @@ def rodrigues(x, y, z, theta):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def quaternion_rotation(q, k):
     """Rotation of the quaternion ``q[k:k+4]`` (w, x, y, z), normalised on the fly."""
     w, x, y, z = q[k], q[k + 1], q[k + 2], q[k + 3]
@@ -50,7 +50,7 @@ def quaternion_rotation(q, k):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def s_block(jtype):
     """``(first row, number of rows)`` of the part of S that may be non-zero.
 
@@ -179,7 +179,7 @@ def body_velocity(m, d, i, v):
     C[i, 5] = w0 * j4 - w1 * j3 + w3 * j1 - w4 * j0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def world_pose(m, d, i):
     """``d.Xw[i]`` = Xw[λ] Xrel[i]: the pose of body i in the world."""
     Xrel, Xw = d.Xrel, d.Xw

@@ -12,7 +12,8 @@ and fails loudly if a release changes one.
    with counting, every view costs atomic updates).  A numba that refuses the option
    raises here, at import, instead of silently compiling something slower.
 3. ``as_input``: an ``@intrinsic`` retyping an array as read-only 'A' without a copy.
-4. ``Entry``: a kernel compiled for exactly one signature and then closed to
+4. ``unliteral``: an ``@intrinsic`` that drops the literal type of a constant argument.
+5. ``Entry``: a kernel compiled for exactly one signature and then closed to
    compilation.  numba's dispatcher checks the argument types in C; when they do not
    match it calls back two Python methods of the dispatcher,
    ``_search_new_conversions`` and ``_explain_matching_error``, which type every
@@ -130,6 +131,21 @@ def as_input(typingctx, x):
     return retty(x), codegen
 
 
+@intrinsic
+def unliteral(typingctx, x):
+    """``x`` typed as a plain value, not a literal: ``f(m, d, 0)`` and ``f(m, d, i)``
+    (or ``True`` and a runtime flag) then reach one compiled specialisation of ``f``
+    instead of one per constant."""
+    if not isinstance(x, (types.Integer, types.Boolean)):
+        return None
+    retty = types.unliteral(x)
+
+    def codegen(context, builder, sig, args):
+        return context.cast(builder, args[0], sig.args[0], sig.return_type)
+
+    return retty(x), codegen
+
+
 def entry(fn):
     """Compile an entry kernel: cached on disk, without numba's reference counting."""
     return njit(cache=True, _nrt=False)(fn)
@@ -212,4 +228,5 @@ __all__ = [
     "block",
     "block_int",
     "entry",
+    "unliteral",
 ]

@@ -161,7 +161,7 @@ def rigid_inertia_to_parent_add(R, p, I, out):
     out[4, 2] += hx
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def motion_to_child_at(Xrel, i, m0, m1, m2, m3, m4, m5):
     """iXλ m as a 6-tuple, for the pose ``Xrel[i]`` of body i in its parent."""
     p0, p1, p2 = Xrel[i, 3, 0], Xrel[i, 3, 1], Xrel[i, 3, 2]
@@ -179,7 +179,7 @@ def motion_to_child_at(Xrel, i, m0, m1, m2, m3, m4, m5):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def force_to_parent_at(Xrel, i, f0, f1, f2, f3, f4, f5):
     """iXλᵀ f as a 6-tuple: a wrench on body i moved to its parent's origin and frame."""
     n0 = Xrel[i, 0, 0] * f0 + Xrel[i, 0, 1] * f1 + Xrel[i, 0, 2] * f2
@@ -199,26 +199,19 @@ def force_to_parent_at(Xrel, i, f0, f1, f2, f3, f4, f5):
     )
 
 
-@njit(cache=True)
-def _row6(M, i, r, x0, x1, x2, x3, x4, x5):
-    return (
-        M[i, r, 0] * x0
-        + M[i, r, 1] * x1
-        + M[i, r, 2] * x2
-        + M[i, r, 3] * x3
-        + M[i, r, 4] * x4
-        + M[i, r, 5] * x5
-    )
-
-
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mat6_vec_at(M, i, x0, x1, x2, x3, x4, x5):
     """``M[i] @ x`` as a 6-tuple for an (n, 6, 6) array ``M`` (no view of ``M[i]``)."""
-    return (
-        _row6(M, i, 0, x0, x1, x2, x3, x4, x5),
-        _row6(M, i, 1, x0, x1, x2, x3, x4, x5),
-        _row6(M, i, 2, x0, x1, x2, x3, x4, x5),
-        _row6(M, i, 3, x0, x1, x2, x3, x4, x5),
-        _row6(M, i, 4, x0, x1, x2, x3, x4, x5),
-        _row6(M, i, 5, x0, x1, x2, x3, x4, x5),
-    )
+    y0 = M[i, 0, 0] * x0 + M[i, 0, 1] * x1 + M[i, 0, 2] * x2
+    y0 += M[i, 0, 3] * x3 + M[i, 0, 4] * x4 + M[i, 0, 5] * x5
+    y1 = M[i, 1, 0] * x0 + M[i, 1, 1] * x1 + M[i, 1, 2] * x2
+    y1 += M[i, 1, 3] * x3 + M[i, 1, 4] * x4 + M[i, 1, 5] * x5
+    y2 = M[i, 2, 0] * x0 + M[i, 2, 1] * x1 + M[i, 2, 2] * x2
+    y2 += M[i, 2, 3] * x3 + M[i, 2, 4] * x4 + M[i, 2, 5] * x5
+    y3 = M[i, 3, 0] * x0 + M[i, 3, 1] * x1 + M[i, 3, 2] * x2
+    y3 += M[i, 3, 3] * x3 + M[i, 3, 4] * x4 + M[i, 3, 5] * x5
+    y4 = M[i, 4, 0] * x0 + M[i, 4, 1] * x1 + M[i, 4, 2] * x2
+    y4 += M[i, 4, 3] * x3 + M[i, 4, 4] * x4 + M[i, 4, 5] * x5
+    y5 = M[i, 5, 0] * x0 + M[i, 5, 1] * x1 + M[i, 5, 2] * x2
+    y5 += M[i, 5, 3] * x3 + M[i, 5, 4] * x4 + M[i, 5, 5] * x5
+    return y0, y1, y2, y3, y4, y5

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit, types
 
 from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
-from loopdyn.kernels.numba_internals import BUF, IN, Entry, entry
+from loopdyn.kernels.numba_internals import BUF, IN, Entry, entry, unliteral
 from loopdyn.kernels.spatial import motion_to_child_at
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.frames import fk_kernel
@@ -242,7 +242,7 @@ def closure_terms(m, d, q, with_v, want_J):
             r0 = r1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def constraint_kernel(m, d, q, v, want_J):
     """Kinematics, then Φ, J (if ``want_J``) and γ (if ``v.size > 0``) into ``d``."""
     with_v = v.shape[0] > 0
@@ -256,7 +256,7 @@ def constraint_kernel(m, d, q, v, want_J):
 def constraint_entry(ctx, q, v, want_J):
     """``constraint_kernel`` on a Data's buffer; 0 or a ``STATE_*`` status."""
     m, d = handles(ctx)
-    st = state_status(m, q, v, v[:0], m.nv if v.shape[0] > 0 else 0, 0)
+    st = state_status(m, q, v, v[:0], m.nv if v.shape[0] > 0 else 0, unliteral(0))
     if st == STATE_OK:
         constraint_kernel(m, d, q, v, want_J)
     return st

@@ -12,7 +12,7 @@ from numba import njit, types
 
 from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
 from loopdyn.kernels.joints import body_velocity, joint_pose, world_pose
-from loopdyn.kernels.numba_internals import BUF, IN, Entry, entry
+from loopdyn.kernels.numba_internals import BUF, IN, Entry, entry, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.validation import configuration, vector, workspace
 
@@ -37,7 +37,7 @@ def fk_kernel(m, d, q, v):
 def fk_entry(ctx, q, v):
     """``fk_kernel`` on a Data's buffer; 0 or a ``STATE_*`` status (``kernels.checks``)."""
     m, d = handles(ctx)
-    st = state_status(m, q, v, v[:0], m.nv if v.shape[0] > 0 else 0, 0)
+    st = state_status(m, q, v, v[:0], m.nv if v.shape[0] > 0 else 0, unliteral(0))
     if st == STATE_OK:
         fk_kernel(m, d, q, v)
     return st

@@ -10,7 +10,7 @@ the oracle every other method is tested against.
 from numba import njit, types
 
 from loopdyn.kernels.linalg import lu_inplace, lu_solve
-from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, entry
+from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, entry, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.methods.common import (
     PIVOT_TOL,
@@ -22,7 +22,7 @@ from loopdyn.methods.common import (
 )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def augmented_kernel(m, d, q, v, tau, qdd, lam):
     """q̈ (nv) and λ on the independent rows ``d.rows`` by eq. (10).
 
@@ -30,7 +30,7 @@ def augmented_kernel(m, d, q, v, tau, qdd, lam):
     """
     n, r = m.nv, d.nrows
     K, rhs, rows = d.K, d.rhs, d.rows
-    system_terms(m, d, q, v, tau, True)
+    system_terms(m, d, q, v, tau, unliteral(True))
     # the size of the accelerations the solve combines, ~ (|φ| + |J|·|λ|) / M_ii,min
     mmin = 1e300
     for i in range(n):

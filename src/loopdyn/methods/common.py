@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 from loopdyn.kernels.checks import STATE_BAD, STATE_NONFINITE, all_finite, state_status
-from loopdyn.kernels.numba_internals import as_input
+from loopdyn.kernels.numba_internals import as_input, unliteral
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.model.closures import COUPLING, TRANSLATION
@@ -32,7 +32,7 @@ RESIDUAL_TOL = 1e-10
 DIAG_QUALITY, DIAG_RESIDUAL = 0, 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def input_status(m, q, v, tau):
     """0.0, or ``NONFINITE_INPUT`` / ``BAD_INPUT`` for the entry's inputs."""
     st = state_status(m, q, v, tau, m.nv, m.nv)
@@ -43,7 +43,7 @@ def input_status(m, q, v, tau):
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def system_terms(m, d, q, v, tau, want_M):
     """φ = τ - h(q, v) (eq. 10 of the reduced-order paper) into ``d.phi``; J, γ = -J̇q̇;
     and M(q) into ``d.M`` if ``want_M``.  One kinematics pass (poses, S, velocities,
@@ -53,7 +53,7 @@ def system_terms(m, d, q, v, tau, want_M):
     for i in range(m.nv):
         d.phi[i] = tau[i] - d.phi[i]
     bias_accelerations(m, d)  # overwrites the RNEA's accelerations
-    closure_terms(m, d, q, True, True)
+    closure_terms(m, d, q, unliteral(True), unliteral(True))
     if want_M:
         crba_from_poses(m, d, d.M)
 
@@ -146,7 +146,7 @@ def accept(m, d, quality, qdd, lam, r, ascale):
     return quality
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def max_abs(x):
     """|x|∞ of a vector."""
     s = 0.0
@@ -170,15 +170,30 @@ class ForwardDynamicsResult:
     that produced the result (``augmented`` when another method fell back to it).
     """
 
-    __slots__ = ("condition", "dropped", "lam", "method", "qdd", "rank")
+    __slots__ = ("_info", "_quality", "lam", "qdd")
 
-    def __init__(self, qdd, lam, method, rank, dropped, condition):
+    def __init__(self, qdd, lam, info, quality):
+        # info = (method, rank, dropped), shared by the results of one bound method
         self.qdd = qdd
         self.lam = lam
-        self.method = method
-        self.rank = rank
-        self.dropped = dropped
-        self.condition = condition
+        self._info = info
+        self._quality = quality
+
+    @property
+    def method(self):
+        return self._info[0]
+
+    @property
+    def rank(self):
+        return self._info[1]
+
+    @property
+    def dropped(self):
+        return self._info[2]
+
+    @property
+    def condition(self):
+        return 1.0 / self._quality
 
     def __repr__(self):
         return (

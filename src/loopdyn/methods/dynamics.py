@@ -24,7 +24,7 @@ from numba import types
 
 from loopdyn.errors import SingularityError
 from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
-from loopdyn.kernels.numba_internals import BUF, IN, INT_OUT, OUT, OUT2, Entry, entry
+from loopdyn.kernels.numba_internals import BUF, IN, INT_OUT, OUT, OUT2, Entry, entry, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import closure_terms, constraint_kernel, constraint_rank
 from loopdyn.methods import augmented, recursive_lambda, slm, sslm
@@ -45,7 +45,8 @@ def _bind_entry(module):
     return lambda model, d: partial(module.ENTRY.compile(), d.ctx)
 
 
-# method name -> bind(model, data) -> call(q, v, tau, qdd, lam) -> quality > 0 or status < 0
+# method name -> bind(model, data) -> call(q, v, tau, qdd, lam) -> quality > 0 or status < 0;
+# Data.bound[method] = (call, nv, m, zeros, (method, m, no dropped rows), model): the fast path
 BINDERS = {
     "augmented": _bind_entry(augmented),
     "slm": _bind_entry(slm),
@@ -67,22 +68,22 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
     Raises :class:`SingularityError` if no method can solve the configuration
     (M or J M⁻¹ Jᵀ singular: a singular configuration of the mechanism).
     """
-    d = model._data if data is None else data
     try:
-        call = d.bound[method]
-        if d.model is not model:
-            raise KeyError
+        call, nv, nr, zeros, info, owner = (model._data if data is None else data).bound[method]
     except (AttributeError, KeyError, TypeError):
         return _forward_dynamics(model, q, v, tau, method, data)
-    qdd = np.empty(model.nv)
-    lam = np.empty(model.m)
+    qdd = _empty(nv)
+    lam = _empty(nr)
     try:
-        st = call(q, v, d.zeros if tau is None else tau, qdd, lam)
+        st = call(q, v, zeros if tau is None else tau, qdd, lam)
     except TypeError:
         return _forward_dynamics(model, q, v, tau, method, data)
-    if st > 0.0:
-        return ForwardDynamicsResult(qdd, lam, method, model.m, NO_ROWS, 1.0 / st)
+    if st > 0.0 and owner is model:
+        return ForwardDynamicsResult(qdd, lam, info, st)
     return _forward_dynamics(model, q, v, tau, method, data)
+
+
+_empty = np.empty
 
 
 def _forward_dynamics(model, q, v, tau, method, data):
@@ -95,7 +96,7 @@ def _forward_dynamics(model, q, v, tau, method, data):
     v = vector(v, nv, "v", model)
     tau = d.zeros if tau is None else vector(tau, nv, "tau", model)
     if model.m == 0:
-        return ForwardDynamicsResult(aba(model, q, v, tau, data=d), None, method, 0, NO_ROWS, 1.0)
+        return ForwardDynamicsResult(aba(model, q, v, tau, data=d), None, (method, 0, NO_ROWS), 1.0)
     info = d.rank_info
     if info is None:
         info = _redetect(model, q, d)
@@ -105,9 +106,11 @@ def _forward_dynamics(model, q, v, tau, method, data):
             used = "augmented"  # the dense KKT solve as the stable fallback
             if method == "augmented":
                 break
-        call = d.bound.get(used)
-        if call is None:
-            call = d.bound[used] = BINDERS[used](model, d)
+        bound = d.bound.get(used)
+        if bound is None:
+            tag = (used, model.m, NO_ROWS)
+            bound = d.bound[used] = (BINDERS[used](model, d), nv, model.m, d.zeros, tag, model)
+        call = bound[0]
         qdd = np.empty(nv)
         lam = np.empty(model.m)
         st = call(q, v, tau, qdd, lam)
@@ -132,7 +135,7 @@ def _forward_dynamics(model, q, v, tau, method, data):
         lam = np.linalg.lstsq(J.T, J[info.independent].T @ lam, rcond=None)[0]
     if info.dropped.size or used != method:
         d.bound.pop(method, None)  # the fast path handles independent rows only
-    return ForwardDynamicsResult(qdd, lam, used, info.rank, info.dropped, 1.0 / st)
+    return ForwardDynamicsResult(qdd, lam, (used, info.rank, info.dropped), st)
 
 
 def _redetect(model, q, d):
@@ -185,9 +188,9 @@ def _singular_message(model, q, d, method, st):
 def loads_entry(ctx, q, rows, lam, fext, tauc):
     """Closure kinematics at q, then the loads of ``lam`` on ``rows`` (``closure_loads``)."""
     m, d = handles(ctx)
-    st = state_status(m, q, q[:0], q[:0], 0, 0)
+    st = state_status(m, q, q[:0], q[:0], unliteral(0), unliteral(0))
     if st == STATE_OK:
-        constraint_kernel(m, d, q, q[:0], False)
+        constraint_kernel(m, d, q, q[:0], unliteral(False))
         closure_loads(m, d, rows, lam, fext, tauc)
     return st
 

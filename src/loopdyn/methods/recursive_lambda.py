@@ -23,7 +23,7 @@ independent rows), then q̈ from (13).  Cost O(n + nm + nm² + m³) (their §2.6
 from numba import njit, types
 
 from loopdyn.kernels.linalg import backward_subst_t, cholesky_inplace, forward_subst
-from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, as_input, entry
+from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, as_input, entry, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
@@ -35,7 +35,7 @@ from loopdyn.methods.common import (
     input_status,
     max_abs,
 )
-from loopdyn.tree.aba import aba_kernel, aba_resolve
+from loopdyn.tree.aba import aba_from_kinematics, aba_resolve
 
 
 @njit(cache=True)
@@ -51,9 +51,9 @@ def recursive_lambda_kernel(m, d, q, v, tau, qdd, lam):
     # kinematics, closure rows J and γ = -J̇q̇ (world poses Xw place the cut-joint loads)
     fk_kernel(m, d, q, v)
     bias_accelerations(m, d)
-    closure_terms(m, d, q, True, True)
+    closure_terms(m, d, q, unliteral(True), unliteral(True))
     # η: the tree without its closures (13); leaves the articulated-body factors in d
-    if aba_kernel(m, d, q, v, tau, as_input(d.fext[:0]), qdd) >= 0:
+    if aba_from_kinematics(m, d, unliteral(0), m.nb, tau, as_input(d.fext[:0]), qdd) >= 0:
         return SINGULAR
     eta = max_abs(qdd)
     # ζ column a: the response to a unit load on row a (15)–(17), (25), (28)–(29)

@@ -13,7 +13,7 @@ algorithm for tree-type systems").
 from numba import njit, types
 
 from loopdyn.kernels.linalg import backward_subst_t, cholesky_inplace, cholesky_solve, forward_subst
-from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, as_input, entry
+from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, as_input, entry, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.methods.common import (
     PIVOT_TOL,
@@ -24,7 +24,7 @@ from loopdyn.methods.common import (
     max_abs,
     system_terms,
 )
-from loopdyn.tree.aba import aba_kernel
+from loopdyn.tree.aba import aba_from_kinematics
 
 
 @njit(cache=True)
@@ -34,7 +34,7 @@ def slm_kernel(m, d, q, v, tau, qdd, lam):
     Returns the smaller Cholesky pivot ratio of M and Ĩ (> 0) or a status < 0.
     """
     r = d.nrows
-    system_terms(m, d, q, v, tau, True)
+    system_terms(m, d, q, v, tau, unliteral(True))
     ratio = slm_multipliers(d.M, d.J, d.phi, d.gamma, d.rows, d.Y, d.Sm, d.x, lam)
     if not ratio > PIVOT_TOL:
         d.diag[0] = ratio
@@ -44,7 +44,7 @@ def slm_kernel(m, d, q, v, tau, qdd, lam):
     closure_loads(m, d, d.rows, lam, d.fext, d.tauc)
     for i in range(m.nv):
         d.x[i] = tau[i] + d.tauc[i]
-    if aba_kernel(m, d, q, v, as_input(d.x), as_input(d.fext), qdd) >= 0:
+    if aba_from_kinematics(m, d, unliteral(0), m.nb, as_input(d.x), as_input(d.fext), qdd) >= 0:
         return SINGULAR
     return accept(m, d, ratio, qdd, lam, r, eta)
 

@@ -35,7 +35,17 @@ import numpy as np
 from numba import njit, prange, types
 
 from loopdyn.errors import SingularityError
-from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, as_input, block, block_int, entry
+from loopdyn.kernels.numba_internals import (
+    BUF,
+    IN,
+    OUT,
+    Entry,
+    as_input,
+    block,
+    block_int,
+    entry,
+    unliteral,
+)
 from loopdyn.kernels.spatial import rigid_inertia_to_parent_add
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms, constraint_kernel
@@ -51,7 +61,7 @@ from loopdyn.methods.common import (
 from loopdyn.methods.slm import slm_multipliers
 from loopdyn.model.closures import COUPLING, TRANSLATION
 from loopdyn.topology.mechanism import elimination_order, topology
-from loopdyn.tree.aba import aba_bodies, aba_kernel
+from loopdyn.tree.aba import aba_bodies, aba_from_kinematics
 from loopdyn.tree.rnea import rnea_from_kinematics
 from loopdyn.validation import configuration, vector, workspace
 
@@ -918,7 +928,7 @@ def sslm_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     closure_loads(m, d, d.rows, lam, d.fext, d.tauc)
     for i in range(m.nv):
         d.x[i] = tau[i] + d.tauc[i]
-    if aba_kernel(m, d, q, v, as_input(d.x), as_input(d.fext), qdd) >= 0:
+    if aba_from_kinematics(m, d, unliteral(0), m.nb, as_input(d.x), as_input(d.fext), qdd) >= 0:
         return SINGULAR
     return accept(m, d, ratio, qdd, lam, r, eta)
 
@@ -996,7 +1006,7 @@ def subsystems_entry(ctx, pbuf, q, v, tau, lam, parallel, qdd, bad):
     if st < 0.0:
         return st
     ip, _ = plan_views(pbuf)
-    constraint_kernel(m, d, q, q[:0], False)
+    constraint_kernel(m, d, q, q[:0], unliteral(False))
     closure_loads(m, d, d.rows, lam, d.fext, d.tauc)
     for i in range(m.nv):
         d.x[i] = tau[i] + d.tauc[i]
@@ -1053,9 +1063,9 @@ def terms_entry(ctx, pbuf, q, v, tau, sslm):
     m, d = handles(ctx)
     if sslm:
         ip, fw = plan_views(pbuf)
-        sslm_terms(m, d, ip, fw, q, v, tau, False)
+        sslm_terms(m, d, ip, fw, q, v, tau, unliteral(False))
     else:
-        system_terms(m, d, q, v, tau, True)
+        system_terms(m, d, q, v, tau, unliteral(True))
     return 0
 
 

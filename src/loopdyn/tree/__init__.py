@@ -16,7 +16,7 @@ from numba import types
 
 from loopdyn.errors import SingularityError
 from loopdyn.kernels.checks import STATE_BAD, STATE_OK, raise_status, state_status, wrench_status
-from loopdyn.kernels.numba_internals import BUF, IN, IN2, OUT, OUT2, Entry, entry
+from loopdyn.kernels.numba_internals import BUF, IN, IN2, OUT, OUT2, Entry, entry, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.tree.aba import aba_kernel
 from loopdyn.tree.crba import crba_kernel
@@ -58,7 +58,7 @@ def rnea_entry(ctx, q, v, a, fext, tau):
 def crba_entry(ctx, q, M):
     """``crba_kernel`` on a Data's buffer: -1 or a status."""
     m, d = handles(ctx)
-    st = state_status(m, q, q[:0], q[:0], 0, 0)
+    st = state_status(m, q, q[:0], q[:0], unliteral(0), unliteral(0))
     if st != STATE_OK or M.shape[0] != m.nv or M.shape[1] != m.nv:
         return STATE_BAD if st == STATE_OK else st
     crba_kernel(m, d, q, M)

@@ -12,6 +12,7 @@ update and the exact zeros change results at the rounding level only.
 from numba import njit
 
 from loopdyn.kernels.joints import body_velocity, joint_pose, s_block
+from loopdyn.kernels.numba_internals import unliteral
 from loopdyn.kernels.spatial import (
     force_to_parent_at,
     inertia_to_parent_add,
@@ -55,21 +56,30 @@ def aba_kernel(m, d, q, v, tau, fext, qdd):
     quantities left in ``d``: velocity ``V``, acceleration ``A``, bias ``C``, and the
     factors ``U`` = IA S, ``Dinv`` = (Sᵀ IA S)⁻¹ that ``aba_resolve`` reuses.
     """
-    return aba_bodies(m, d, 0, m.nb, q, v, tau, fext, qdd)
+    return aba_bodies(m, d, unliteral(0), m.nb, q, v, tau, fext, qdd)
 
 
 @njit(cache=True)
 def aba_bodies(m, d, b0, b1, q, v, tau, fext, qdd):
     """``aba_kernel`` on bodies b0..b1-1 only, a set of whole trees hanging from the ground
     (an SSLM subsystem): only their entries of ``qdd`` and of the workspace are written."""
+    for i in range(b0, b1):
+        joint_pose(m, d, i, q)
+        body_velocity(m, d, i, v)
+    return aba_from_kinematics(m, d, b0, b1, tau, fext, qdd)
+
+
+@njit(cache=True)
+def aba_from_kinematics(m, d, b0, b1, tau, fext, qdd):
+    """``aba_bodies`` when the poses, S, velocities V and velocity products C of the
+    bodies are already in ``d`` (``kinematics.frames.fk_kernel``): the methods that
+    ran the kinematics for their closure terms reuse them."""
     topo, inertia, gravity = m.topo, m.inertia, m.gravity
     Xrel, S, V, A, C, pA, u = d.Xrel, d.S, d.V, d.A, d.C, d.pA, d.u
     IA, U, Dinv, TM, T1 = d.IA, d.U, d.Dinv, d.TM, d.T1
     has_f = fext.shape[0] > 0
-    # pass 1, root to leaves: kinematics, IA_i = I_i, pA_i = v ×f I v - fext
+    # pass 1, root to leaves: IA_i = I_i, pA_i = v ×f I v - fext
     for i in range(b0, b1):
-        joint_pose(m, d, i, q)
-        body_velocity(m, d, i, v)
         for r in range(6):
             for c in range(6):
                 IA[i, r, c] = inertia[i, r, c]
@@ -154,13 +164,7 @@ def aba_bodies(m, d, b0, b1, q, v, tau, fext, qdd):
                         for c in range(b0, b0 + bn):
                             s += S[i, c, k] * U[i, c, kk]
                         Dinv[i, k, kk] = s
-            if nvj == 6:
-                ok = invert_spd_inplace(Dinv[i], 6)
-            elif nvj == 3:
-                ok = invert_spd_inplace(Dinv[i], 3)
-            else:
-                ok = invert_spd_inplace(Dinv[i], nvj)
-            if not ok:
+            if not invert_spd_inplace(Dinv[i], nvj):
                 return i
             if lam >= 0 and jt == FREE:
                 # S = 1: W = U D⁻¹ = 1 and Ia = IA - W Uᵀ = 0 exactly; pa = pA + u
