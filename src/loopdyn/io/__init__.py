@@ -102,6 +102,13 @@ def loads(text, format, name=None, **options):
 
 
 def _load(data, name, path, fmt, options):
+    import numpy as np
+
+    with np.errstate(all="ignore"):  # absurd file values: the readers check what matters
+        return _load_checked(data, name, path, fmt, options)
+
+
+def _load_checked(data, name, path, fmt, options):
     options = dict(options)
     max_bytes = options.pop("max_bytes", MAX_BYTES)
     if fmt == "native":

@@ -208,7 +208,19 @@ def _unique(name, taken):
 def build_model(desc, opts):
     """A loopdyn Model of ``desc`` (see the module docstring); ``model.metadata`` holds
     what the model itself cannot."""
-    return _Builder(desc, opts).run()
+    with np.errstate(all="ignore"):  # overflow from absurd file values is checked below
+        model = _Builder(desc, opts).run()
+    check_finite(model, desc.file, desc.line)
+    return model
+
+
+def check_finite(model, file, line):
+    """ModelError if numbers of the file overflowed on their way into the model."""
+    if not (np.all(np.isfinite(model.mf)) and np.all(np.isfinite(model.q0))):
+        raise ModelError(
+            f"{file} line {line}: numbers too large for double precision once combined "
+            "(an inertia, a pose or q0 overflowed); check the file's units and magnitudes"
+        )
 
 
 class _Builder:
@@ -385,7 +397,9 @@ class _Builder:
             self.overrides = _structural_reductions(model)
             if self.overrides:
                 model = self._run_once()
-                self.meta["reduced_closures"] = {k: v["why"] for k, v in self.overrides.items()}
+                self.meta["reduced_closures"] = {
+                    k: {"from": v["from"], "why": v["why"]} for k, v in self.overrides.items()
+                }
         return model
 
     def _run_once(self):
@@ -577,7 +591,9 @@ class _Builder:
             line = info["line"]
             what = info["what"]
             mass, com, I = combine_inertias(info["parts"])
-            regular = mass > 0 and np.linalg.eigvalsh(I)[0] > 0
+            ev = np.linalg.eigvalsh(I) if np.all(np.isfinite(I)) else np.zeros(3)
+            # a point (or rod) inertia, up to rounding dust: below a 1 µm radius of gyration
+            regular = mass > 0 and ev[0] > max(1e-9 * ev[2], 1e-12 * mass)
             if "intermediate" in info and not info["parts"]:
                 # planar joint's intermediate body: 1e-9 of the moving link's mass
                 child_parts = self.bodies[info["intermediate"]]["parts"]
@@ -936,13 +952,15 @@ def _structural_reductions(model, seed=0):
             f"{model.closure_kinds[k]} rows redundant at every configuration; kept "
             f"{len(t)} translation and {len(r)} rotation rows"
         )
+        frm = model.closure_kinds[k]
         if not t and not r:
-            out[name] = {"kind": None, "kw": {}, "why": why}
+            out[name] = {"kind": None, "kw": {}, "why": why, "from": frm}
         else:
             out[name] = {
                 "kind": "generic",
                 "kw": {"translation_axes": tuple(t), "rotation_axes": tuple(r)},
                 "why": why,
+                "from": frm,
             }
     return out
 

@@ -103,8 +103,9 @@ def parse(data, name, max_bytes=MAX_BYTES):
             "external references are not read (they can expand without bound or read other "
             "files)"
         ) from None
-    except (ValueError, UnicodeError) as e:
-        raise ModelError(f"{name} line 1: cannot decode the document ({e})") from None
+    except (ValueError, LookupError, UnicodeError) as e:
+        line = getattr(getattr(parser, "parser", None), "CurrentLineNumber", 1)
+        raise ModelError(f"{name} line {line}: cannot decode the document ({e})") from None
     if root is None:  # pragma: no cover - expat raises on an empty document
         raise ModelError(f"{name} line 1: empty document")
     return XmlDoc(root, lines, name)
@@ -113,7 +114,7 @@ def parse(data, name, max_bytes=MAX_BYTES):
 def _declare_drake_prefix(data):
     """Declare the ``drake:`` prefix when a file uses it without an xmlns (Drake's own
     parser ignores namespaces, so such files exist)."""
-    if b"drake:" not in data or b"xmlns:drake" in data:
+    if b"drake:" not in data or re.search(rb"xmlns:drake\s*=", data):
         return data
     m = re.search(rb"<(robot|sdf|mujoco)\b", data)
     if m is None:

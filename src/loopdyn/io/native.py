@@ -60,12 +60,21 @@ import math
 import re
 import tomllib
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
 from loopdyn.errors import ModelError
-from loopdyn.model import GROUND, Fixed, Free, ModelBuilder, Prismatic, Revolute, Spherical
-from loopdyn.model import Universal
+from loopdyn.model import (
+    GROUND,
+    Fixed,
+    Free,
+    ModelBuilder,
+    Prismatic,
+    Revolute,
+    Spherical,
+    Universal,
+)
 from loopdyn.model.joints import FIXED, FREE, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 
 FORMAT = "loopdyn-model"
@@ -100,8 +109,12 @@ _FRAME = {"name", "body", "xyz", "rotation", "rpy"}
 _CLOSURE = {"name", "frame_a", "frame_b", "kind", "axis", "axis2", "rotation_axes",
             "translation_axes"}  # fmt: skip
 _COUPLING = {"joint_a", "joint_b", "ratio", "offset", "name"}
-_SECTIONS = {"bodies": ("body", _BODY), "frames": ("frame", _FRAME),
-             "closures": ("closure", _CLOSURE), "couplings": ("coupling", _COUPLING)}
+_SECTIONS = {
+    "bodies": ("body", _BODY),
+    "frames": ("frame", _FRAME),
+    "closures": ("closure", _CLOSURE),
+    "couplings": ("coupling", _COUPLING),
+}
 
 
 # ============================================================================ writing
@@ -359,11 +372,11 @@ class _Reader:
             return v.strip()
         return self.vector(v, 3, ctx)
 
-    _FUNCS = {"sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin,
+    _FUNCS = MappingProxyType({"sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin,
               "acos": math.acos, "atan": math.atan, "atan2": math.atan2, "sqrt": math.sqrt,
               "exp": math.exp, "log": math.log, "radians": math.radians,
-              "degrees": math.degrees, "hypot": math.hypot}  # fmt: skip
-    _CONST = {"pi": math.pi, "tau": math.tau, "e": math.e}
+              "degrees": math.degrees, "hypot": math.hypot})  # fmt: skip
+    _CONST = MappingProxyType({"pi": math.pi, "tau": math.tau, "e": math.e})
 
     def _expression(self, text, ctx):
         if len(text) > 500:
@@ -416,8 +429,10 @@ class _Reader:
             raise self.error(*ctx[:3], "parameters", "must be a table")
         for key in self.overrides:
             if key not in table:
-                raise ModelError(f"{self.name}: parameter {key!r} given to ld.load is not in the "
-                                 f"file; parameters are {sorted(table)}")
+                raise ModelError(
+                    f"{self.name}: parameter {key!r} given to ld.load is not in the "
+                    f"file; parameters are {sorted(table)}"
+                )
         for key, spec in table.items():
             c = ("parameters", None, key, f"parameter {key!r}")
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) or key in self._CONST:
@@ -426,7 +441,7 @@ class _Reader:
             if isinstance(spec, dict):
                 bad = set(spec) - {"value", "unit"}
                 if bad or "value" not in spec:
-                    raise self.error(*c, "write {value = ..., unit = \"...\"}")
+                    raise self.error(*c, 'write {value = ..., unit = "..."}')
                 unit = spec.get("unit", "")
                 spec = spec["value"]
             if not isinstance(unit, str) or unit not in UNITS:
@@ -444,8 +459,20 @@ def _check_keys(r, table, allowed, section, index, what):
         raise r.error(section, index, None, what, "must be a table")
     for key in table:
         if key not in allowed:
-            raise r.error(section, index, key, what,
-                          f"unknown key {key!r}; allowed: {', '.join(sorted(allowed))}")
+            raise r.error(
+                section,
+                index,
+                key,
+                what,
+                f"unknown key {key!r}; allowed: {', '.join(sorted(allowed))}",
+            )
+
+
+def _str(r, t, key, default, section, index, what):
+    v = t.get(key, default)
+    if not isinstance(v, str):
+        raise r.error(section, index, key, what, f"{key} must be a string, got {v!r}")
+    return v
 
 
 def _name(r, t, section, index, kind):
@@ -457,11 +484,22 @@ def _name(r, t, section, index, kind):
 
 def read(data, name, max_bytes=64 * 1024 * 1024, parameters=None):
     """A Model from native TOML ``data`` (bytes or str) of file ``name``."""
+    from loopdyn.io._graph import check_finite
+
+    with np.errstate(all="ignore"):  # overflow from absurd values is checked below
+        model = _read(data, name, max_bytes, parameters)
+    check_finite(model, name, 1)
+    return model
+
+
+def _read(data, name, max_bytes, parameters):
     if isinstance(data, str):
         data = data.encode("utf-8")
     if len(data) > max_bytes:
-        raise ModelError(f"{name}: the file is {len(data)} bytes, over the limit of {max_bytes} "
-                         "bytes; pass max_bytes= to ld.load to read larger files")
+        raise ModelError(
+            f"{name}: the file is {len(data)} bytes, over the limit of {max_bytes} "
+            "bytes; pass max_bytes= to ld.load to read larger files"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -476,13 +514,20 @@ def read(data, name, max_bytes=64 * 1024 * 1024, parameters=None):
     r = _Reader(text, name, parameters)
     for key in doc:
         if key not in _TOP:
-            raise r.error("", None, key, "", f"unknown key {key!r}; allowed: "
-                          f"{', '.join(sorted(_TOP))}")
+            raise r.error(
+                "", None, key, "", f"unknown key {key!r}; allowed: {', '.join(sorted(_TOP))}"
+            )
     if doc.get("format") != FORMAT:
         raise r.error("", None, "format", "", f"format must be {FORMAT!r} (a loopdyn model file)")
     if doc.get("version") != VERSION:
-        raise r.error("", None, "version", "", f"version {doc.get('version')!r} is not "
-                      f"supported (this loopdyn reads version {VERSION})")
+        raise r.error(
+            "",
+            None,
+            "version",
+            "",
+            f"version {doc.get('version')!r} is not "
+            f"supported (this loopdyn reads version {VERSION})",
+        )
     for key, typ in (("name", str), ("description", str), ("planar", bool)):
         if key in doc and not isinstance(doc[key], typ):
             raise r.error("", None, key, "", f"{key} must be a {typ.__name__}")
@@ -512,7 +557,7 @@ def read(data, name, max_bytes=64 * 1024 * 1024, parameters=None):
         what = f"frame {t.get('name')!r}"
         _check_keys(r, t, _FRAME, "frames", i, what)
         fname = _name(r, t, "frames", i, "frame")
-        body = t.get("body", GROUND)
+        body = _str(r, t, "body", GROUND, "frames", i, what)
         if body not in names:
             raise r.error("frames", i, "body", what, f"body {body!r} does not exist")
         xyz, R = _placement(r, t, "frames", i, what)
@@ -566,12 +611,23 @@ def _add_body(r, b, t, i, names):
     name = _name(r, t, "bodies", i, "body")
     parent = t.get("parent", GROUND)
     if not isinstance(parent, str) or parent not in names:
-        raise r.error("bodies", i, "parent", what, f"parent {parent!r} does not exist (bodies "
-                      "are listed parents first; use 'ground' for the ground)")
-    jtype = t.get("type", "revolute")
+        raise r.error(
+            "bodies",
+            i,
+            "parent",
+            what,
+            f"parent {parent!r} does not exist (bodies "
+            "are listed parents first; use 'ground' for the ground)",
+        )
+    jtype = _str(r, t, "type", "revolute", "bodies", i, what)
     if jtype not in _TYPES:
-        raise r.error("bodies", i, "type", what, f"unknown joint type {jtype!r}; use one of "
-                      f"{', '.join(_TYPES)}")
+        raise r.error(
+            "bodies",
+            i,
+            "type",
+            what,
+            f"unknown joint type {jtype!r}; use one of {', '.join(_TYPES)}",
+        )
     ax = t.get("axis")
     ctx = ("bodies", i, "axis", what)
     if jtype == "revolute":
@@ -605,8 +661,18 @@ def _add_body(r, b, t, i, names):
     if not isinstance(jname, str) or not jname:
         raise r.error("bodies", i, "joint", what, "joint must be a non-empty name")
     try:
-        b.add_body(name, parent, joint, xyz=xyz, rotation=R, mass=mass, com=com, inertia=I,
-                   actuated=actuated, joint_name=jname)
+        b.add_body(
+            name,
+            parent,
+            joint,
+            xyz=xyz,
+            rotation=R,
+            mass=mass,
+            com=com,
+            inertia=I,
+            actuated=actuated,
+            joint_name=jname,
+        )
     except ModelError as e:
         raise r.error("bodies", i, None, what, str(e)) from None
     names.add(name)
@@ -630,7 +696,7 @@ def _add_closure(r, b, t, i, frame_body):
             if not isinstance(v, list):
                 raise r.error("closures", i, key, what, f"{key} must be a list of axes")
             kw[key] = tuple(r.axis(a, ("closures", i, key, what)) for a in v)
-    kind = t.get("kind", "ball")
+    kind = _str(r, t, "kind", "ball", "closures", i, what)
     try:
         b.add_closure(name, t["frame_a"], t["frame_b"], kind, **kw)
     except ModelError as e:
@@ -641,8 +707,13 @@ def _add_coupling(r, b, t, i):
     what = f"coupling {t.get('name', i + 1)!r}"
     _check_keys(r, t, _COUPLING, "couplings", i, what)
     if not hasattr(b, "add_coupling"):
-        raise r.error("couplings", i, None, what, "this loopdyn has no coupling closure "
-                      "(ModelBuilder.add_coupling)")
+        raise r.error(
+            "couplings",
+            i,
+            None,
+            what,
+            "this loopdyn has no coupling closure (ModelBuilder.add_coupling)",
+        )
     for key in ("joint_a", "joint_b"):
         if not isinstance(t.get(key), str):
             raise r.error("couplings", i, key, what, f"{key} must be a joint name")

@@ -110,6 +110,13 @@ class _Reader:
             cname = c.get("name")
             if tag in ("link", "joint", "frame", "model") and not cname:
                 raise doc.error(c, tag, "needs a name attribute")
+            if tag in ("link", "joint", "frame") and _scoped(scope, cname) in m.poses:
+                raise doc.error(
+                    c,
+                    f"{tag} {cname!r}",
+                    "another link, joint or frame of the "
+                    "model has this name (SDFormat frame names are unique)",
+                )
             if tag == "link":
                 sname = _scoped(scope, cname)
                 T, rel = _pose(doc, c, f"link {cname!r}")
