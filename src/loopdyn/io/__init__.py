@@ -14,7 +14,9 @@ and joint, limits, meshes, notes).  See docs/io.md for what each format reads.
 from pathlib import Path
 
 from loopdyn.errors import ModelError
-from loopdyn.io._xml import MAX_BYTES
+
+#: default largest file read (bytes); ``max_bytes=`` in ``ld.load`` changes it
+MAX_BYTES = 64 * 1024 * 1024
 
 #: suffix -> format name
 FORMATS = {".urdf": "urdf", ".sdf": "sdf", ".xml": "mjcf", ".mjcf": "mjcf", ".toml": "native"}

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from loopdyn.errors import AssemblyError, LoopdynError, ModelError
-from loopdyn.io._geometry import combine_inertias, inv, perpendicular_pair, transform, unit
+from loopdyn.io._geometry import combine_inertias, inv, perpendicular_pair, unit
 from loopdyn.model import (
     GROUND,
     Free,
@@ -182,18 +182,6 @@ class Options:
     gravity: tuple | None = None
     name: str | None = None
     closures: str = "minimal"
-
-
-_NV = {
-    "revolute": 1,
-    "continuous": 1,
-    "prismatic": 1,
-    "fixed": 0,
-    "ball": 3,
-    "universal": 2,
-    "floating": 6,
-    "planar": 3,
-}
 
 
 def _unique(name, taken):
@@ -975,5 +963,4 @@ __all__ = [
     "Loop",
     "Options",
     "build_model",
-    "transform",
 ]

@@ -21,9 +21,7 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import DefusedXMLParser
 
 from loopdyn.errors import ModelError
-
-#: default largest file read (bytes); pass ``max_bytes=`` to ``ld.load`` to change it
-MAX_BYTES = 64 * 1024 * 1024
+from loopdyn.io import MAX_BYTES
 
 _DRAKE_NS = "http://drake.mit.edu"
 

@@ -65,6 +65,7 @@ from types import MappingProxyType
 import numpy as np
 
 from loopdyn.errors import ModelError
+from loopdyn.io import MAX_BYTES
 from loopdyn.model import (
     GROUND,
     Fixed,
@@ -482,7 +483,7 @@ def _name(r, t, section, index, kind):
     return n
 
 
-def read(data, name, max_bytes=64 * 1024 * 1024, parameters=None):
+def read(data, name, max_bytes=MAX_BYTES, parameters=None):
     """A Model from native TOML ``data`` (bytes or str) of file ``name``."""
     from loopdyn.io._graph import check_finite
 
