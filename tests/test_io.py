@@ -506,6 +506,36 @@ def test_native_round_trip_is_exact(name, tmp_path):
     jsonschema.validate(tomllib.loads(path.read_text()), schema)
 
 
+def test_native_round_trip_every_closure_kind(tmp_path):
+    """Closures of every kind (raw axes as given: strings, vectors, generic axis lists),
+    every joint type, frames with rotations, a non-default gravity: bit for bit."""
+    b = ld.ModelBuilder("kinds", gravity=(0.1, -0.2, -9.7))
+    inertia = np.array([[0.3, 0.01, -0.02], [0.01, 0.4, 0.03], [-0.02, 0.03, 0.5]])
+    joints = [ld.Revolute([0.3, 0.4, 1.0]), ld.Prismatic("-y"), ld.Universal("x", [0, 1, 1]),
+              ld.Spherical(), ld.Free(), ld.Fixed()]  # fmt: skip
+    for k, joint in enumerate(joints):
+        b.add_body(f"b{k}", "ground" if k == 0 else f"b{k - 1}", joint, xyz=(0.1 * k, 0.2, 0.3),
+                   rpy=(0.1, 0.2 * k, 0.3), mass=1.0 + k / 3, com=(0.1, -0.2 / 3, 0.05),
+                   inertia=inertia, actuated=k % 2 == 0, joint_name=f"j{k}")  # fmt: skip
+    for k in range(6):
+        b.add_frame(f"f{k}", f"b{k}", xyz=(1 / 3, 0.0, -k / 7), rpy=(k / 5, 0.3, -0.2))
+    b.add_frame("g", "ground", xyz=(0.5, 0.5, 0.5))
+    b.add_closure("c_ball", "f0", "g", "ball")
+    b.add_closure("c_rev", "f1", "f3", "revolute", axis=[0, 0.6, 0.8])
+    b.add_closure("c_uni", "f2", "f4", "universal", axis="z", axis2=[1, 0, 0])
+    b.add_closure("c_pri", "g", "f5", "prismatic", axis="-z")
+    b.add_closure("c_weld", "f1", "f5", "weld")
+    b.add_closure("c_gen", "f0", "f4", "generic", rotation_axes=("x", [0, 1 / 3, 1]),
+                  translation_axes=([1, 1, 0],))  # fmt: skip
+    model = b.build()
+    path = ld.save(model, tmp_path / "kinds.toml")
+    back = ld.load(path)
+    assert np.array_equal(model.mf, back.mf) and np.array_equal(model.mi, back.mi)
+    assert back.closure_kinds == model.closure_kinds and back.joint_types == model.joint_types
+    assert np.array_equal(back.actuated, model.actuated)
+    assert native.dumps(back) == path.read_text()
+
+
 @needs_erd
 def test_native_round_trip_of_loaded_files(tmp_path):
     for path in (ERD / "cassie_description" / "robots" / "cassie_v2.sdf",
