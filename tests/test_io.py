@@ -399,6 +399,62 @@ def test_sdf_loop_of_ordinary_joints_matches_catalog_four_bar():
         assert _close(b, a, 1e-10)
 
 
+def test_sdf_joints_traversed_child_to_parent():
+    """A joint whose file parent is the moving link: the tree runs it backwards (axis
+    reversed, same coordinate), so the model equals the forward file with q → −q."""
+
+    def sdf(parent, child, jtype, axes=("0.3 0.4 1",)):
+        axis = f"<axis><xyz>{axes[0]}</xyz></axis>"
+        if len(axes) > 1:
+            axis += f"<axis2><xyz>{axes[1]}</xyz></axis2>"
+        return (
+            "<sdf version='1.9'><model name='m'>"
+            "<link name='base'><pose>0 0 1 0 0 0</pose><inertial><mass>1</mass></inertial></link>"
+            "<link name='arm'><pose>0.2 0.1 1.1 0.3 0.2 0.1</pose><inertial><pose>0.3 0 0.1 0 0 0"
+            "</pose><mass>2</mass><inertia><ixx>0.01</ixx><ixy>0.002</ixy><iyy>0.03</iyy>"
+            "<izz>0.04</izz></inertia></inertial></link>"
+            "<joint name='fix' type='fixed'><parent>world</parent><child>base</child></joint>"
+            f"<joint name='j' type='{jtype}'><pose relative_to='base'>0.1 0 0.05 0 0 0</pose>"
+            f"<parent>{parent}</parent><child>{child}</child>{axis}</joint>"
+            "</model></sdf>"
+        )
+
+    rng = np.random.default_rng(4)
+    for jtype in ("revolute", "prismatic"):
+        fwd = ld.io.loads(sdf("base", "arm", jtype), "sdf", name="fwd.sdf")
+        rev = ld.io.loads(sdf("arm", "base", jtype), "sdf", name="rev.sdf")
+        assert rev.metadata["reversed_joints"] == ["j"] and not fwd.metadata["reversed_joints"]
+        for _ in range(3):
+            q, v, tau = rng.normal(size=(3, 1))
+            assert _close(ld.crba(rev, -q), ld.crba(fwd, q), 1e-12)
+            assert _close(-ld.aba(rev, -q, -v, -tau), ld.aba(fwd, q, v, tau), 1e-12)
+            # the arm link sits where the file says at q = 0, and moves the same way
+            Tf = np.asarray(fwd.metadata["links"]["arm"]["pose"])
+            Tr = np.asarray(rev.metadata["links"]["arm"]["pose"])
+            Rf, pf = ld.frame_placement(fwd, q, "arm")
+            Rr, pr = ld.frame_placement(rev, -q, "arm")
+            assert np.allclose(Rf @ Tf[:3, 3] + pf, Rr @ Tr[:3, 3] + pr, atol=1e-12)
+    # a ball joint backwards: the tree's quaternion is the arm's relative to the base,
+    # as in the forward file (the file's own would be its conjugate)
+    fwd = ld.io.loads(sdf("base", "arm", "ball"), "sdf", name="fwd.sdf")
+    rev = ld.io.loads(sdf("arm", "base", "ball"), "sdf", name="rev.sdf")
+    for _ in range(3):
+        q = fwd.random_configuration(rng)
+        v, tau = rng.normal(size=(2, 3))
+        assert _close(ld.aba(rev, q, v, tau), ld.aba(fwd, q, v, tau), 1e-12)
+    # a universal joint backwards (its first axis on the file's parent, the arm) is the
+    # forward file with the axes swapped; the model's coordinates are the file's
+    # (q1, q2) swapped (noted in metadata), so here q → −q again
+    a, b = "0.3 0.4 1", "1 0 0"
+    rev = ld.io.loads(sdf("arm", "base", "universal", (a, b)), "sdf", name="rev.sdf")
+    fwd = ld.io.loads(sdf("base", "arm", "universal", (b, a)), "sdf", name="fwd.sdf")
+    assert any("coordinates are swapped" in n for n in rev.metadata["notes"])
+    for _ in range(3):
+        q, v, tau = rng.normal(size=(3, 2))
+        assert _close(ld.crba(rev, -q), ld.crba(fwd, q), 1e-12)
+        assert _close(-ld.aba(rev, -q, -v, -tau), ld.aba(fwd, q, v, tau), 1e-12)
+
+
 def test_sdf_gearbox_is_a_coupling():
     model = ld.load(DATA / "gearbox.sdf", couplings="ignore")
     (c,) = model.metadata["couplings"]
