@@ -5,7 +5,7 @@
 >>> qdd = ld.aba(model, model.q0, np.zeros(model.nv), np.zeros(model.nv))
 """
 
-from loopdyn import examples, interop, methods, topology, viz
+from loopdyn import examples, interop, io, methods, topology, viz
 from loopdyn.analysis.assembly import assemble, complete_velocity, partition
 from loopdyn.analysis.energy import kinetic_energy, potential_energy, total_energy
 from loopdyn.analysis.inverse import inverse_dynamics
@@ -18,6 +18,7 @@ from loopdyn.errors import (
     SimulationSingularityError,
     SingularityError,
 )
+from loopdyn.io import load, save
 from loopdyn.kinematics.closures import (
     closure_residual,
     constraint_bias,
@@ -96,12 +97,15 @@ __all__ = [
     "integrate",
     "interop",
     "inverse_dynamics",
+    "io",
     "kinetic_energy",
+    "load",
     "methods",
     "nonlinear_effects",
     "partition",
     "potential_energy",
     "rnea",
+    "save",
     "simulate",
     "topology",
     "total_energy",
