@@ -80,3 +80,13 @@ def test_entry_accepts_every_float64_vector_and_refuses_the_rest_cheaply():
     # numba's own explanation types every argument in Python (~100 µs); the refusal
     # is a raise (~1 µs).  A generous bound: this is a check of the hook, not a timing.
     assert per_call < 20e-6, f"refusing a list took {per_call * 1e6:.0f} µs: the hook is gone"
+
+
+def test_loopdyn_kernels_are_cached_against_the_whole_package_source():
+    """A kernel's disk cache is stamped with every loopdyn source file: editing a callee
+    in another file can no longer leave a caller running the old code."""
+    from loopdyn.tree.aba import aba_kernel
+
+    locator = aba_kernel._cache._impl._locator
+    assert type(locator).__module__ == ni.__name__, type(locator)
+    assert locator.get_source_stamp() == ni._package_stamp()

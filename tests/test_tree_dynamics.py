@@ -414,3 +414,18 @@ def test_every_input_kind_gives_the_same_answer_and_compiles_nothing_new():
     for e in (ABA, RNEA, CRBA):  # one signature each
         (sig,) = e.kernel.overloads
         assert sig == e.signature.args
+
+
+@pytest.mark.parametrize("axis", ["x", "z", (0.3, -0.4, 0.866)])
+def test_aba_with_a_prismatic_root_equals_the_mass_matrix_solve(axis):
+    """A prismatic first body (its S block starts at row 3) followed by a revolute one."""
+    b = ld.ModelBuilder("slider_arm", gravity=(0.0, -9.81, -3.0))
+    b.add_body("slider", joint=ld.Prismatic(axis), mass=2.0, com=(0.1, 0.2, 0.0),
+               inertia=(0.5, 2.5, 2.7))  # fmt: skip
+    b.add_body("arm", "slider", ld.Revolute("y"), xyz=(0.3, 0.0, 0.1), mass=1.0,
+               com=(0.0, 0.0, -0.4), inertia=(0.1, 0.1, 0.02))  # fmt: skip
+    model = b.build()
+    q, v, tau = np.array([0.3, 0.5]), np.array([0.7, -1.1]), np.array([1.0, -0.2])
+    M = ld.crba(model, q)
+    h = ld.nonlinear_effects(model, q, v)
+    np.testing.assert_allclose(ld.aba(model, q, v, tau), np.linalg.solve(M, tau - h), rtol=1e-12)

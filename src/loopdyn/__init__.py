@@ -5,6 +5,10 @@
 >>> qdd = ld.aba(model, model.q0, np.zeros(model.nv), np.zeros(model.nv))
 """
 
+from loopdyn.kernels.numba_internals import install_cache_locator
+
+install_cache_locator()  # before any kernel is defined: see kernels/numba_internals.py
+
 from loopdyn import examples, interop, io, methods, topology, viz
 from loopdyn.analysis.assembly import assemble, complete_velocity, partition
 from loopdyn.analysis.energy import kinetic_energy, potential_energy, total_energy

@@ -204,7 +204,8 @@ def build_model(desc, opts):
 
 def check_finite(model, file, line):
     """ModelError if numbers of the file overflowed on their way into the model."""
-    if not (np.all(np.isfinite(model.mf)) and np.all(np.isfinite(model.q0))):
+    arrays = (model.jgeom, model.inertia, model.gravity, model.cl_X, model.row_vec, model.q0)
+    if not all(np.all(np.isfinite(a)) for a in arrays):
         raise ModelError(
             f"{file} line {line}: numbers too large for double precision once combined "
             "(an inertia, a pose or q0 overflowed); check the file's units and magnitudes"

@@ -76,6 +76,7 @@ from loopdyn.model import (
     Spherical,
     Universal,
 )
+from loopdyn.model.closures import CouplingSpec
 from loopdyn.model.joints import FIXED, FREE, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 
 FORMAT = "loopdyn-model"
@@ -220,7 +221,7 @@ def dumps(model):
         f"q0 = {_vec(model.q0)}",
     ]
     act = {int(i) for i in model.actuated}
-    specs = getattr(model, "_body_specs", None)
+    specs = model._specs[0]  # the builder's bodies, in the model's order
     covered = set()
     for i in range(model.nbodies):
         t = model.topo[i]
@@ -272,7 +273,10 @@ def dumps(model):
             out.append(f"xyz = {_vec(X[3])}")
         if not np.array_equal(X[:3], np.eye(3)):
             out.append(f"rotation = {_mat(X[:3])}")
-    for spec in getattr(model, "_closure_specs", ()):
+    couplings = [c for c in model._closure_specs if isinstance(c, CouplingSpec)]
+    for spec in model._closure_specs:
+        if isinstance(spec, CouplingSpec):
+            continue
         out += ["", "[[closures]]", f"name = {_s(spec.name)}", f"frame_a = {_s(spec.frame_a)}",
                 f"frame_b = {_s(spec.frame_b)}", f"kind = {_s(spec.kind)}"]  # fmt: skip
         for key in ("axis", "axis2"):
@@ -283,7 +287,7 @@ def dumps(model):
             v = getattr(spec, key)
             if v:
                 out.append(f"{key} = [" + ", ".join(_axis_value(a) for a in v) + "]")
-    for c in getattr(model, "_coupling_specs", ()) or ():
+    for c in couplings:
         out += ["", "[[couplings]]"]
         if getattr(c, "name", None):
             out.append(f"name = {_s(c.name)}")

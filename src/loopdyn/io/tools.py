@@ -48,7 +48,7 @@ def describe(model, methods=True):
             }
         )
     loops = []
-    specs = getattr(model, "_closure_specs", ())
+    specs = model._closure_specs
     for k, name in enumerate(model.closures):
         sl = model.closure_rows[k]
         ba, bb = (int(x) for x in model.cl_body[k])
@@ -56,8 +56,8 @@ def describe(model, methods=True):
             {
                 "name": name,
                 "kind": model.closure_kinds[k],
-                "frame_a": specs[k].frame_a if k < len(specs) else None,
-                "frame_b": specs[k].frame_b if k < len(specs) else None,
+                "frame_a": getattr(specs[k], "frame_a", None),
+                "frame_b": getattr(specs[k], "frame_b", None),
                 "body_a": "ground" if ba < 0 else model.body_names[ba],
                 "body_b": "ground" if bb < 0 else model.body_names[bb],
                 "rows": sl.stop - sl.start,

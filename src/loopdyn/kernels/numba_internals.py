@@ -13,7 +13,12 @@ and fails loudly if a release changes one.
    raises here, at import, instead of silently compiling something slower.
 3. ``as_input``: an ``@intrinsic`` retyping an array as read-only 'A' without a copy.
 4. ``unliteral``: an ``@intrinsic`` that drops the literal type of a constant argument.
-5. ``Entry``: a kernel compiled for exactly one signature and then closed to
+5. ``install_cache_locator``: numba keys a function's disk cache on its own source
+   file only, so a kernel that calls a kernel of another file kept running the old
+   callee's code after an edit (or a ``git pull``) of that file.  loopdyn's functions
+   get cache locators (numba's ``caching`` locator classes, first in its list) whose
+   source stamp is a hash of every loopdyn source file: any change recompiles.
+6. ``Entry``: a kernel compiled for exactly one signature and then closed to
    compilation.  numba's dispatcher checks the argument types in C; when they do not
    match it calls back two Python methods of the dispatcher,
    ``_search_new_conversions`` and ``_explain_matching_error``, which type every
@@ -24,9 +29,12 @@ and fails loudly if a release changes one.
    path (conversion of lists, ints, float32) stays cheap.
 """
 
+import hashlib
+from pathlib import Path
+
 import numpy as np
 from numba import njit, types
-from numba.core import cgutils
+from numba.core import caching, cgutils
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
@@ -151,6 +159,58 @@ def entry(fn):
     return njit(cache=True, _nrt=False)(fn)
 
 
+_PACKAGE = Path(__file__).resolve().parents[1]  # src/loopdyn
+
+
+def _package_stamp():
+    """sha256 of every loopdyn source file (names and contents)."""
+    h = hashlib.sha256()
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        h.update(path.relative_to(_PACKAGE).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+class _PackageStamp:
+    """Mixin: the cache of a loopdyn function is valid for this exact package source."""
+
+    stamp = None
+
+    def get_source_stamp(self):
+        if _PackageStamp.stamp is None:
+            _PackageStamp.stamp = _package_stamp()
+        return _PackageStamp.stamp
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        try:
+            Path(py_file).resolve().relative_to(_PACKAGE)
+        except ValueError:
+            return None  # not loopdyn's: numba's own locators apply
+        return super().from_function(py_func, py_file)
+
+
+class _UserProvided(_PackageStamp, caching.UserProvidedCacheLocator):
+    pass
+
+
+class _InTree(_PackageStamp, caching.InTreeCacheLocator):
+    pass
+
+
+class _UserWide(_PackageStamp, caching.UserWideCacheLocator):
+    pass
+
+
+def install_cache_locator():
+    """Put loopdyn's cache locators first in numba's list (idempotent); called by
+    ``loopdyn/__init__.py`` before any kernel is defined."""
+    classes = caching.CacheImpl._locator_classes
+    if classes and classes[0] is _UserProvided:
+        return
+    classes[:0] = [_UserProvided, _InTree, _UserWide]
+
+
 def _refuse(*args, **kws):
     raise TypeError("the arguments do not match the compiled entry's signature")
 
@@ -228,5 +288,6 @@ __all__ = [
     "block",
     "block_int",
     "entry",
+    "install_cache_locator",
     "unliteral",
 ]

@@ -112,17 +112,17 @@ def aba_from_kinematics(m, d, b0, b1, tau, fext, qdd):
         iv = topo[i, 3]
         jt = topo[i, 1]
         lam = topo[i, 0]
-        b0, bn = s_block(jt)
+        s0, sn = s_block(jt)
         if nvj == 1:
             # scalar joint: U = IA s, D = sᵀ U, u = τ - sᵀ pA
             Di = 0.0
             ui = tau[iv]
             for r in range(6):
                 s = 0.0
-                for c in range(b0, b0 + bn):
+                for c in range(s0, s0 + sn):
                     s += IA[i, r, c] * S[i, c, 0]
                 U[i, r, 0] = s
-            for c in range(b0, b0 + bn):
+            for c in range(s0, s0 + sn):
                 Di += S[i, c, 0] * U[i, c, 0]
                 ui -= S[i, c, 0] * pA[i, c]
             if not Di > 0.0:
@@ -151,17 +151,17 @@ def aba_from_kinematics(m, d, b0, b1, tau, fext, qdd):
                 for k in range(nvj):
                     for r in range(6):
                         s = 0.0
-                        for c in range(b0, b0 + bn):
+                        for c in range(s0, s0 + sn):
                             s += IA[i, r, c] * S[i, c, k]
                         U[i, r, k] = s
                     s = tau[iv + k]
-                    for c in range(b0, b0 + bn):
+                    for c in range(s0, s0 + sn):
                         s -= S[i, c, k] * pA[i, c]
                     u[i, k] = s
                 for k in range(nvj):
                     for kk in range(nvj):
                         s = 0.0
-                        for c in range(b0, b0 + bn):
+                        for c in range(s0, s0 + sn):
                             s += S[i, c, k] * U[i, c, kk]
                         Dinv[i, k, kk] = s
             if not invert_spd_inplace(Dinv[i], nvj):
@@ -251,8 +251,8 @@ def aba_from_kinematics(m, d, b0, b1, tau, fext, qdd):
                 s -= U[i, r, 0] * A[i, r]
             x = Dinv[i, 0, 0] * s
             qdd[iv] = x
-            b0, bn = s_block(topo[i, 1])
-            for r in range(b0, b0 + bn):
+            s0, sn = s_block(topo[i, 1])
+            for r in range(s0, s0 + sn):
                 A[i, r] += S[i, r, 0] * x
         elif nvj > 1:
             for k in range(nvj):
@@ -265,8 +265,8 @@ def aba_from_kinematics(m, d, b0, b1, tau, fext, qdd):
                 for kk in range(nvj):
                     s += Dinv[i, k, kk] * T1[i, kk]
                 qdd[iv + k] = s
-            b0, bn = s_block(topo[i, 1])
-            for r in range(b0, b0 + bn):
+            s0, sn = s_block(topo[i, 1])
+            for r in range(s0, s0 + sn):
                 s = 0.0
                 for k in range(nvj):
                     s += S[i, r, k] * qdd[iv + k]
