@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/random_census.py --n 2000 --seed 11            # ~1 min per 2000
     python benchmarks/random_census.py --n 10000 --seed 11 --shrink  # + minimal reproducers
     python benchmarks/random_census.py --seed 11 --show 117          # the code of case 117
+    python benchmarks/random_census.py --seed 11 --show 728 --shrink --methods sslm
 
 Mechanism i of a run is ``tests/mechanisms.random_mechanism((seed, i))`` (random trees
 of 3–25 bodies with every joint type, 1–5 satisfiable closures of every kind, ~20 %
@@ -97,6 +98,25 @@ def table(results, methods):
     return fails
 
 
+def shrink_and_print(mech, method, target, target_tag, what):
+    """Shrink ``mech`` while ``method`` keeps failing the same way; print its code."""
+
+    def still(x):
+        o = mx.dense_oracle(x.model, x.q, x.v, x.tau)
+        out = mx.judge(x, method, o, data=x.model.create_data())
+        return out.kind == target and mx.tag(x, o) == target_tag
+
+    small = mx.shrink(mech, still)
+    o = mx.dense_oracle(small.model, small.q, small.v, small.tau)
+    out = mx.judge(small, method, o, data=small.model.create_data())
+    print(f"\n# {method} — {what}, shrunk to {small.summary}")
+    print(
+        f"# oracle rank {o.rank} cond {o.cond:.3g} gap {o.gap:.1e}; {out.kind} "
+        f"err {out.error:.3g} {out.message[:200]}"
+    )
+    print(small.code())
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=2000, help="number of mechanisms")
@@ -108,12 +128,19 @@ def main(argv=None):
     p.add_argument("--shrink", action="store_true", help="print a minimal reproducer per class")
     p.add_argument("--show", type=int, default=None, help="print the code of case SHOW")
     a = p.parse_args(argv)
+    methods = tuple(a.methods.split(","))
     if a.show is not None:
         mech = mx.random_mechanism((a.seed, a.show), max_bodies=a.max_bodies)
+        if a.shrink:
+            o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
+            for m in methods:
+                out = mx.judge(mech, m, o, data=mech.model.create_data())
+                if not out.ok:
+                    shrink_and_print(mech, m, out.kind, mx.tag(mech, o), f"case {a.show}")
+            return 0
         print(f"# case {a.show} of seed {a.seed}: {mech.summary}")
         print(mech.code())
         return 0
-    methods = tuple(a.methods.split(","))
     print(
         f"random census: N = {a.n}, seed = {a.seed}, max bodies = {a.max_bodies}; "
         f"loopdyn {ld.__version__}, numpy {np.__version__}, python {platform.python_version()}"
@@ -161,21 +188,7 @@ def main(argv=None):
             i, _, _, rec = min(cases, key=lambda c: (int(c[1].split("nb=")[1].split()[0]), c[0]))
             mech = mx.random_mechanism((a.seed, i), max_bodies=a.max_bodies)
             target, target_tag = rec["outcomes"][m].kind, rec["tag"]
-
-            def still(x, m=m, target=target, target_tag=target_tag):
-                o = mx.dense_oracle(x.model, x.q, x.v, x.tau)
-                out = mx.judge(x, m, o, data=x.model.create_data())
-                return out.kind == target and mx.tag(x, o) == target_tag
-
-            small = mx.shrink(mech, still)
-            o = mx.dense_oracle(small.model, small.q, small.v, small.tau)
-            out = mx.judge(small, m, o, data=small.model.create_data())
-            print(f"\n# {m} — {kind}: case {i} of seed {a.seed}, shrunk to {small.summary}")
-            print(
-                f"# oracle rank {o.rank} cond {o.cond:.3g} gap {o.gap:.1e}; {out.kind} "
-                f"err {out.error:.3g} {out.message[:200]}"
-            )
-            print(small.code())
+            shrink_and_print(mech, m, target, target_tag, f"{kind}: case {i} of seed {a.seed}")
     bad = sum(len(c) for c in fails.values())
     return 1 if bad else 0
 
