@@ -29,6 +29,14 @@ except ImportError:  # pragma: no cover
     pass
 
 
+_KERNEL_ARRAYS = ("topo", "jgeom", "inertia", "gravity", "cl_body", "cl_X", "row_int", "row_vec")
+
+
+def _same_arrays(a, b):
+    """The two models hand the kernels the same arrays, bit for bit."""
+    return all(np.array_equal(getattr(a, n), getattr(b, n)) for n in _KERNEL_ARRAYS)
+
+
 def _erd_root():
     import pinocchio
 
@@ -552,7 +560,7 @@ def test_native_round_trip_is_exact(name, tmp_path):
     path = ld.save(model, tmp_path / f"{name}.toml")
     back = ld.load(path)
     for attr in ("topo", "jgeom", "inertia", "gravity", "frame_body", "frame_X", "cl_body",
-                 "cl_X", "row_int", "row_vec", "q0", "actuated", "mi", "mf"):  # fmt: skip
+                 "cl_X", "row_int", "row_vec", "q0", "actuated"):  # fmt: skip
         assert np.array_equal(getattr(model, attr), getattr(back, attr)), attr
     for attr in ("name", "description", "planar", "body_names", "joint_names", "frames",
                  "closures", "closure_kinds"):  # fmt: skip
@@ -586,7 +594,7 @@ def test_native_round_trip_every_closure_kind(tmp_path):
     model = b.build()
     path = ld.save(model, tmp_path / "kinds.toml")
     back = ld.load(path)
-    assert np.array_equal(model.mf, back.mf) and np.array_equal(model.mi, back.mi)
+    assert _same_arrays(model, back)
     assert back.closure_kinds == model.closure_kinds and back.joint_types == model.joint_types
     assert np.array_equal(back.actuated, model.actuated)
     assert native.dumps(back) == path.read_text()
@@ -598,7 +606,7 @@ def test_native_round_trip_of_loaded_files(tmp_path):
                  ERD / "solo_description" / "robots" / "solo12.urdf"):  # fmt: skip
         model = ld.load(path, floating_base=True)
         back = ld.load(ld.save(model, tmp_path / "m.toml"))
-        assert np.array_equal(model.mf, back.mf) and np.array_equal(model.q0, back.q0)
+        assert _same_arrays(model, back) and np.array_equal(model.q0, back.q0)
         assert back.closure_kinds == model.closure_kinds
 
 
@@ -723,7 +731,7 @@ def test_describe_and_convert(tmp_path):
     out = tmp_path / "four_bar.toml"
     model = ld.io.convert(DATA / "four_bar_loop.urdf", out, planar=True, gravity=(0, -9.81, 0))
     back = ld.load(out)
-    assert np.array_equal(back.mf, model.mf)
+    assert _same_arrays(back, model)
     xml = tmp_path / "four_bar.xml"
     ld.io.convert(out, xml)
     again = ld.load(xml, planar=True)

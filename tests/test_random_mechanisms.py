@@ -160,12 +160,7 @@ def test_oracle_flags_a_swapped_universal_pair_as_singular():
     [
         "augmented",
         "slm",
-        pytest.param(
-            "sslm",
-            marks=pytest.mark.xfail(
-                strict=True, reason="issue 11: sslm returns q̈ off by 3.8e-8 on case 32"
-            ),
-        ),
+        "sslm",
         "recursive_lambda",
     ],
 )
@@ -249,11 +244,9 @@ def _rank0_arm():
     "method",
     [
         "augmented",
-        pytest.param("slm", marks=pytest.mark.xfail(strict=True, reason="issue 11: rank 0")),
+        "slm",
         "sslm",
-        pytest.param(
-            "recursive_lambda", marks=pytest.mark.xfail(strict=True, reason="issue 11: rank 0")
-        ),
+        "recursive_lambda",
     ],
 )
 def test_a_vacuous_closure_gives_the_tree_answer(method):
@@ -337,19 +330,9 @@ def _parallelogram(theta):
     "method",
     [
         "augmented",
-        pytest.param(
-            "slm",
-            marks=pytest.mark.xfail(
-                strict=True, reason="issue 11: slm returns the other branch's q̈ (+20.6 × [1, 1, 1])"
-            ),
-        ),
+        "slm",
         "sslm",
-        pytest.param(
-            "recursive_lambda",
-            marks=pytest.mark.xfail(
-                strict=True, reason="issue 11: recursive_lambda returns q̈ off by 44 %"
-            ),
-        ),
+        "recursive_lambda",
     ],
 )
 def test_parallelogram_next_to_its_flat_singularity_is_exact_or_singular(method):

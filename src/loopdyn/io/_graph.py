@@ -792,7 +792,9 @@ class _Builder:
             }
             if not (np.isfinite(c.ratio) and np.isfinite(c.offset)):
                 raise d.error(c.line, what, "ratio and offset must be finite")
-            if hasattr(b, "add_coupling"):
+            if self.o.couplings == "ignore":
+                entry["status"] = "ignored: joints left independent"
+            elif hasattr(b, "add_coupling"):
                 try:
                     b.add_coupling(
                         self.jname[c.joint_a], self.jname[c.joint_b], c.ratio, offset=c.offset
@@ -800,8 +802,6 @@ class _Builder:
                 except (ModelError, ValueError, TypeError) as e:
                     raise d.error(c.line, what, str(e)) from None
                 entry["status"] = "coupled"
-            elif self.o.couplings == "ignore":
-                entry["status"] = "ignored: joints left independent"
             else:
                 raise d.error(
                     c.line,

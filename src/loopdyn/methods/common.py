@@ -28,8 +28,8 @@ PIVOT_TOL = 1e-14
 # |J q̈ - γ|∞ <= RESIDUAL_TOL (|J|∞ |q̈|∞ + |γ|∞): what a backward-stable solve achieves
 # (~1e-15) with room for rounding on large models; instabilities leave far more
 RESIDUAL_TOL = 1e-10
-# d.diag slots: the last call's quality and its relative residual
-DIAG_QUALITY, DIAG_RESIDUAL = 0, 1
+# d.diag slots: the last call's quality, its relative residual, its acceleration scale
+DIAG_QUALITY, DIAG_RESIDUAL, DIAG_ASCALE = 0, 1, 2
 
 
 @njit(cache=True, inline="always")
@@ -141,6 +141,7 @@ def accept(m, d, quality, qdd, lam, r, ascale):
     rel = res / scale if scale > 0.0 else res
     d.diag[DIAG_QUALITY] = quality
     d.diag[DIAG_RESIDUAL] = rel
+    d.diag[DIAG_ASCALE] = qmax
     if rel > RESIDUAL_TOL:
         return INACCURATE
     return quality

@@ -30,10 +30,12 @@ from loopdyn.kinematics.closures import closure_terms, constraint_kernel, constr
 from loopdyn.methods import augmented, recursive_lambda, slm, sslm
 from loopdyn.methods.common import (
     BAD_INPUT,
+    DIAG_ASCALE,
     INACCURATE,
     NO_ROWS,
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
+    RESIDUAL_TOL,
     ForwardDynamicsResult,
     closure_loads,
 )
@@ -147,11 +149,12 @@ def _redetect(model, q, d):
 
 
 def _dropped_rows_hold(d, info, qdd):
-    """True if the redundant (dropped) rows also satisfy J q̈ = γ."""
-    Jd = d.J[info.dropped]
-    res = Jd @ qdd - d.gamma[info.dropped]
-    scale = np.abs(Jd).max() * np.abs(qdd).max() + np.abs(d.gamma[info.dropped]).max()
-    return np.abs(res).max() <= 1e-8 * max(scale, 1e-300)
+    """True if the redundant (dropped) rows also satisfy J q̈ = γ, to the tolerance of
+    the acceptance check with its acceleration scale (``methods.common.accept``)."""
+    J, gamma = d.J[: d.model.m], d.gamma
+    res = np.abs(J[info.dropped] @ qdd - gamma[info.dropped]).max()
+    scale = np.abs(J).max() * d.diag[DIAG_ASCALE] + np.abs(gamma).max()
+    return bool(res <= RESIDUAL_TOL * 100 * scale)
 
 
 def _singular_message(model, q, d, method, st):
