@@ -70,9 +70,14 @@ def test_simulate_stops_at_a_singularity_and_writes_the_partial_trajectory(tmp_p
     traj = ld.Trajectory.load(out)
     assert not traj.completed and 0.4 < traj.t[-1] < 0.55
     # the step that jumped over the fold (det J_d changed sign) left nothing behind:
-    # every recorded state is on the motion (energy kept; it fell 34 % past the fold)
+    # every recorded state is on the motion.  Past the fold the energy fell by 34 %;
+    # approaching it the partition's conditioning (and so the accuracy of the last
+    # states) degrades, by an amount that depends on where rounding lands, so the
+    # bound is the one that tells the two apart; far from the fold the energy is kept.
     assert "changed sign" in traj.message or "did not converge" in traj.message
-    assert np.abs(traj.energy_drift).max() < 1e-5 * abs(traj.energy[0])
+    drift = np.abs(traj.energy_drift) / abs(traj.energy[0])
+    assert drift.max() < 1e-3
+    assert drift[: int(0.8 * len(drift))].max() < 1e-6
 
 
 def test_simulate_reports_bad_input():

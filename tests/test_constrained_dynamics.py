@@ -158,7 +158,12 @@ def test_inverse_dynamics_rejects_motion_the_actuators_cannot_produce():
     model = closed_model("four_bar")
     q, v, _ = consistent_state(model, np.random.default_rng(9))
     free = ld.forward_dynamics(model, q, v).qdd
+    # a consistent acceleration other than the free one (J t = 0): no force without actuators
+    t = np.linalg.svd(ld.constraint_jacobian(model, q))[2][-1]
     with pytest.raises(ld.ActuationError, match="cannot produce"):
+        ld.inverse_dynamics(model, q, v, free + 0.5 * t, actuated=[])
+    # and an acceleration off the closures is refused as such
+    with pytest.raises(ld.ActuationError, match="violates the closures"):
         ld.inverse_dynamics(model, q, v, free * 1.5, actuated=[])
 
 

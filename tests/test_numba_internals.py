@@ -90,3 +90,17 @@ def test_loopdyn_kernels_are_cached_against_the_whole_package_source():
     locator = aba_kernel._cache._impl._locator
     assert type(locator).__module__ == ni.__name__, type(locator)
     assert locator.get_source_stamp() == ni._package_stamp()
+
+
+def test_entry_knows_whether_its_compiled_code_is_cached():
+    import numpy as np
+
+    import loopdyn as ld
+    from loopdyn.methods import augmented
+
+    model = ld.examples.four_bar()
+    ld.forward_dynamics(model, model.q0, np.zeros(3))  # compiled or loaded: cached now
+    fresh = ni.Entry(augmented.ENTRY.kernel, augmented.ENTRY.signature.return_type,
+                     *augmented.ENTRY.signature.args)  # fmt: skip
+    fresh.compiled = False
+    assert fresh.is_cached()

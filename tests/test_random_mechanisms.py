@@ -193,7 +193,6 @@ def _exact_or_singular(mech):
         assert out.ok, f"{method}: {out.kind} {out.error:.3g} {out.message}\n{mech.code()}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: slm and recursive_lambda raise at rank 0")
 @given(mx.mechanisms(max_bodies=8, max_closures=3))
 @HYPOTHESIS
 def test_exact_or_singularity_error_on_hypothesis_mechanisms(mech):
@@ -259,10 +258,7 @@ def test_a_vacuous_closure_gives_the_tree_answer(method):
 
 @pytest.mark.parametrize(
     "method",
-    [
-        pytest.param(m, marks=pytest.mark.xfail(strict=True, reason="issue 11: nv = 0"))
-        for m in mx.METHODS
-    ],
+    [m for m in mx.METHODS],
 )
 def test_a_model_where_nothing_moves_returns_an_empty_qdd_or_refuses_to_build(method):
     b = ld.ModelBuilder("frozen")
@@ -345,7 +341,6 @@ def test_parallelogram_next_to_its_flat_singularity_is_exact_or_singular(method)
         np.testing.assert_allclose(qdd, exact, rtol=1e-6, atol=1e-6 * np.abs(exact).max())
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: assemble refuses a converged solution")
 def test_four_bar_assembles_at_the_crank_angle_the_issue_names():
     model = ld.examples.four_bar()
     q = np.array(model.q0)

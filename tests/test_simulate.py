@@ -403,3 +403,79 @@ def test_plot_and_animate(tmp_path):
     assert (tmp_path / "ladder.gif").stat().st_size > 1000
     with pytest.raises(ValueError, match=r"gif or \.mp4"):
         traj.animate(tmp_path / "traj.avi")
+
+
+# ------------------------------------------------------------ change of mobility
+def _parallelogram():
+    """A parallelogram four-bar (crank = rocker = 0.5, coupler = ground = 1) on its
+    parallelogram branch q = [θ, -θ, θ]; flat (singular) at θ = 0."""
+    b = ld.ModelBuilder("parallelogram", gravity=(0, -9.81, 0), planar=True)
+    rod = dict(com=(0.25, 0, 0), inertia=(1e-3, 0.02, 0.02))
+    b.add_body("crank", "ground", ld.Revolute("z"), mass=1.0, **rod)
+    b.add_body("coupler", "crank", ld.Revolute("z"), xyz=(0.5, 0, 0), mass=2.0,
+               com=(0.5, 0, 0), inertia=(1e-3, 0.17, 0.17))  # fmt: skip
+    b.add_body("rocker", "ground", ld.Revolute("z"), xyz=(1, 0, 0), mass=1.0, **rod)
+    b.add_frame("coupler_tip", "coupler", xyz=(1, 0, 0))
+    b.add_frame("rocker_tip", "rocker", xyz=(0.5, 0, 0))
+    b.add_closure("c", "coupler_tip", "rocker_tip", "revolute")
+    return b.build()
+
+
+@pytest.mark.parametrize("stabilization", ["projection", "none", "baumgarte"])
+def test_every_method_stops_at_the_same_change_of_mobility(stabilization):
+    """Driven through its flat configuration the parallelogram could continue on either
+    branch; every method stops there the same way, keeping the motion up to it."""
+    model = _parallelogram()
+    q0, v0 = np.array([0.6, -0.6, 0.6]), np.array([-3.0, 3.0, -3.0])
+    stops = {}
+    for method in ld.methods.dynamics.METHODS:
+        with pytest.raises(ld.SimulationSingularityError, match=r"lost rank|lose rank") as e:
+            ld.simulate(model, q0, v0, 1.0, method=method, stabilization=stabilization)
+        traj = e.value.trajectory
+        assert not traj.completed and traj.t[-1] == e.value.t
+        theta = traj.q[:, 0]
+        assert np.all(theta > 0.0)  # nothing past the flat configuration was kept
+        stops[method] = e.value.t
+    assert max(stops.values()) - min(stops.values()) < 1e-9, stops
+    # with singularities="pass" the run goes on (documented: the branch is not chosen)
+    traj = ld.simulate(model, q0, v0, 0.3, singularities="pass", stabilization=stabilization)
+    assert traj.completed
+
+
+def test_max_steps_and_interruption_keep_the_trajectory():
+    model = ld.examples.four_bar()
+    with pytest.raises(ld.SimulationError, match="max_steps") as e:
+        ld.simulate(model, t_end=5.0, max_steps=20)
+    assert e.value.trajectory is not None and 0.0 < e.value.t < 5.0
+    assert len(e.value.trajectory) >= 2
+
+    def interrupt(t, t_end):
+        if t > 0.2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(ld.SimulationInterrupted) as e:
+        ld.simulate(model, t_end=1.0, progress=interrupt)
+    assert isinstance(e.value, KeyboardInterrupt)
+    traj = e.value.trajectory
+    assert not traj.completed and 0.2 < traj.t[-1] < 1.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "culprit"),
+    [
+        (dict(t_end=np.inf), "t_end"),
+        (dict(t_eval=10**8), "t_eval"),
+        (dict(rtol=-1.0), "rtol"),
+        (dict(atol=np.nan), "atol"),
+        (dict(baumgarte=(-1.0, 2.0), stabilization="baumgarte"), "baumgarte"),
+        (dict(integrator="RK4", dt=np.inf), "dt"),
+        (dict(integrator="RK4", dt=1e-9), "max_steps"),
+        (dict(max_step=0.0), "max_step"),
+        (dict(constraint_tol=-1.0), "constraint_tol"),
+        (dict(max_steps=0), "max_steps"),
+        (dict(singularities="ignore"), "singularities"),
+    ],
+)
+def test_simulate_refuses_bad_arguments_before_integrating(kwargs, culprit):
+    with pytest.raises(ValueError, match=culprit):
+        ld.simulate(ld.examples.four_bar(), **{"t_end": 1.0, **kwargs})

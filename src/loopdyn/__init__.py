@@ -19,6 +19,7 @@ from loopdyn.errors import (
     LoopdynError,
     ModelError,
     SimulationError,
+    SimulationInterrupted,
     SimulationSingularityError,
     SingularityError,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "Prismatic",
     "Revolute",
     "SimulationError",
+    "SimulationInterrupted",
     "SimulationSingularityError",
     "SingularityError",
     "Spherical",

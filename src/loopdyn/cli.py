@@ -5,8 +5,10 @@
         --plot traj.png --animate traj.gif
 """
 
+import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -35,59 +37,137 @@ def _esc(obj):
     return escape(str(obj))
 
 
-def _parse_value(text):
-    """'90deg' -> radians, '3' -> int, '0.5' -> float, 'true'/'false' -> bool."""
+class _Usage(Exception):
+    """A command-line mistake: one line on stderr, exit code 2."""
+
+
+@contextmanager
+def _errors():
+    """Every loopdyn, value, type or file error becomes one line on stderr and exit 2."""
+    import loopdyn as ld
+
+    try:
+        yield
+    except (_Usage, ld.LoopdynError, ValueError, TypeError, OSError, KeyError) as e:
+        text = " ".join(str(e).split()) or type(e).__name__
+        _console(stderr=True).print(f"[red]error:[/] {_esc(text)}", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def _parse_value(text, unit=None, name="value"):
+    """The value of ``KEY=VALUE`` for a parameter of ``unit`` (``loopdyn.examples.params``).
+
+    Angles (unit ``rad``) need a unit: ``90deg`` or ``1.571rad`` (a bare number is
+    refused: degrees or radians would be a guess).  Counts and seeds are integers;
+    other numbers are floats (SI units); a comma-separated list gives an array.
+    """
     t = text.strip()
+    if "," in t:
+        return [_parse_value(x, unit, name) for x in t.split(",") if x.strip()]
     low = t.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low.endswith("deg"):
-        return float(np.deg2rad(float(t[:-3])))
     try:
-        return int(t)
+        if low.endswith("deg"):
+            value = float(np.deg2rad(float(t[:-3])))
+        elif low.endswith("rad"):
+            value = float(t[:-3])
+        elif unit == "rad":
+            raise _Usage(
+                f"parameter {name} is an angle: give its unit, e.g. {name}={t}deg or {name}={t}rad"
+            )
+        elif unit in ("count", "seed"):
+            value = int(t)
+        else:
+            value = float(t)
     except ValueError:
-        pass
-    try:
-        return float(t)
-    except ValueError:
-        return t
+        kind = "an integer" if unit in ("count", "seed") else "a number"
+        raise _Usage(f"parameter {name} must be {kind}, got {text!r}") from None
+    if unit != "rad" and (low.endswith("deg") or low.endswith("rad")):
+        raise _Usage(f"parameter {name} is not an angle ({unit}); got {text!r}")
+    return value
 
 
-def _parse_params(params):
+def _parse_params(model, params):
+    """``-p KEY=VALUE`` options as keyword arguments of catalog model ``model``."""
+    import loopdyn as ld
+
+    spec = {p.name: p.unit for p in ld.examples.parameters(model)}
     out = {}
     for p in params or []:
         if "=" not in p:
-            raise typer.BadParameter(f"expected KEY=VALUE, got {p!r}", param_hint="--param")
-        k, v = p.split("=", 1)
-        out[k.strip()] = _parse_value(v)
+            raise _Usage(f"--param: expected KEY=VALUE, got {p!r}")
+        k, v = (x.strip() for x in p.split("=", 1))
+        if k not in spec:
+            known = ", ".join(spec) or "none"
+            raise _Usage(f"{model} has no parameter {k!r}; its parameters are {known}")
+        out[k] = _parse_value(v, spec[k], k)
     return out
+
+
+_FILE_SUFFIXES = (".urdf", ".sdf", ".xml", ".mjcf", ".toml")
+
+
+def _load_model(spec, params):
+    """A catalog model (name and ``-p`` parameters) or a model file (``ld.load``)."""
+    import loopdyn as ld
+
+    path = Path(spec)
+    if path.suffix.lower() in _FILE_SUFFIXES or path.exists():
+        if params:
+            raise _Usage("--param sets catalog parameters; a model file takes none")
+        return ld.load(path)
+    return ld.examples.get(spec, **_parse_params(spec, params))
 
 
 def _parse_vector(text, what):
     if text is None:
         return None
     try:
-        return np.array([_as_float(x) for x in text.replace(" ", ",").split(",") if x], float)
+        return np.array([float(x) for x in text.replace(" ", ",").split(",") if x], float)
     except ValueError:
         raise typer.BadParameter(
             f"{what}: expected comma-separated numbers, got {text!r}"
         ) from None
 
 
-def _as_float(x):
-    v = _parse_value(x)
-    if isinstance(v, bool | str):
-        raise ValueError(x)
-    return float(v)
+def _check_output(path, suffixes, what):
+    """Refuse, before any work, an output of an unknown type or in an unwritable folder."""
+    if path is None:
+        return
+    if path.suffix.lower() not in suffixes:
+        raise _Usage(f"{what} {str(path)!r}: unknown file type; use {', '.join(suffixes)}")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise _Usage(f"{what} {str(path)!r}: the folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise _Usage(f"{what} {str(path)!r}: the folder {str(folder)!r} is not writable")
+
+
+def _note_compiling(entries):
+    """One line on stderr when the first call will compile kernels (not cached yet)."""
+    if not all(e.is_cached() for e in entries):
+        _console(stderr=True).print("compiling kernels, once per machine (about a minute) ...")
 
 
 @app.command()
-def models():
+def models(
+    params: Annotated[
+        bool, typer.Option("--params", help="list each model's parameters (units, defaults)")
+    ] = False,
+):
     """List the mechanism catalog: bodies, coordinates, loops, degrees of freedom."""
     from rich.table import Table
 
     import loopdyn as ld
 
+    if params:
+        table = Table(title="catalog parameters (loopdyn simulate MODEL -p KEY=VALUE)")
+        for col in ("model", "parameter", "unit", "default", "meaning"):
+            table.add_column(col)
+        for name in ld.examples.names():
+            for p in ld.examples.parameters(name):
+                table.add_row(name, p.name, p.unit, _default(p), p.meaning)
+        _console().print(table)
+        return
     table = Table(title="loopdyn catalog (ld.examples.get(name))")
     table.add_column("name", no_wrap=True)
     for col in ("bodies", "nq", "nv", "loops", "rows", "DOF", "actuated"):
@@ -109,9 +189,74 @@ def models():
     _console().print(table)
 
 
+def _default(p):
+    d = np.asarray(p.default, dtype=float) if p.default is not None else None
+    if d is None:
+        return "-"
+    if p.unit == "rad":
+        return ", ".join(f"{x:.4g}deg" for x in np.atleast_1d(np.rad2deg(d)))
+    return ", ".join(f"{x:.6g}" for x in np.atleast_1d(d))
+
+
+@app.command()
+def info(
+    model: Annotated[str, typer.Argument(help="catalog name or model file")],
+    param: Annotated[
+        list[str] | None, typer.Option("--param", "-p", help="catalog parameter KEY=VALUE")
+    ] = None,
+):
+    """Describe a model: bodies, joints, loops, DOF, rank of the closures at q0, methods."""
+    from rich.table import Table
+
+    with _errors():
+        import loopdyn as ld
+
+        mdl = _load_model(model, param)
+        d = ld.io.describe(mdl)
+    con = _console()
+    con.print(
+        f"[bold]{_esc(d['name'])}[/]: {_esc(d['description'])}\n"
+        f"nq = {d['nq']}, nv = {d['nv']}, closure rows m = {d['m']}, rank at q0 = {d['rank']}, "
+        f"DOF = {d['dof']}, max |Φ(q0)| = {d['closure_residual']:.2e}, "
+        f"actuated: {', '.join(d['actuated']) or 'none'}"
+    )
+    joints = Table(title="joints")
+    for col in ("joint", "type", "body", "q", "v", "actuated"):
+        joints.add_column(col)
+    for j in d["joints"]:
+        joints.add_row(j["name"], j["type"], j["body"], str(j["q"]), str(j["v"]),
+                       "yes" if j["actuated"] else "")  # fmt: skip
+    con.print(joints)
+    if d["loops"]:
+        loops = Table(title="loops (closures)")
+        for col in ("closure", "kind", "body A", "body B", "rows"):
+            loops.add_column(col)
+        for c in d["loops"]:
+            loops.add_row(c["name"], c["kind"], c["body_a"], c["body_b"], str(c["rows"]))
+        con.print(loops)
+    if d.get("methods"):
+        con.print("methods: " + "; ".join(f"{k}: {_esc(v)}" for k, v in d["methods"].items()))
+
+
+@app.command()
+def convert(
+    source: Annotated[Path, typer.Argument(help="model file (.urdf .sdf .xml .toml)")],
+    target: Annotated[Path, typer.Argument(help="output file (.toml or .xml)")],
+):
+    """Convert a model file to another format (native TOML, or MJCF)."""
+    with _errors():
+        import loopdyn as ld
+
+        _check_output(target, (".toml", ".xml"), "output")
+        ld.io.convert(source, target)
+    _console().print(f"wrote {target}")
+
+
 @app.command()
 def simulate(
-    model: Annotated[str, typer.Argument(help="catalog name (see `loopdyn models`)")],
+    model: Annotated[
+        str, typer.Argument(help="catalog name (loopdyn models) or model file (.urdf .sdf .toml)")
+    ],
     t_end: Annotated[float, typer.Option("--t-end", "-T", help="simulated time (s)")] = 5.0,
     method: Annotated[str, typer.Option("--method", "-m", help="forward dynamics")] = "augmented",
     integrator: Annotated[
@@ -127,7 +272,9 @@ def simulate(
     points: Annotated[int, typer.Option(help="number of output times")] = 501,
     param: Annotated[
         list[str] | None,
-        typer.Option("--param", "-p", help="model parameter KEY=VALUE, e.g. theta1=90deg"),
+        typer.Option(
+            "--param", "-p", help="catalog parameter KEY=VALUE (angles with a unit: 90deg)"
+        ),
     ] = None,
     q0: Annotated[str | None, typer.Option(help="initial q, comma-separated")] = None,
     v0: Annotated[str | None, typer.Option(help="initial v, comma-separated")] = None,
@@ -140,6 +287,9 @@ def simulate(
     repartition: Annotated[
         bool, typer.Option(help="partitioning: re-choose them when ill-conditioned")
     ] = True,
+    singularities: Annotated[
+        str, typer.Option(help="at a change of mobility: stop or pass")
+    ] = "stop",
     out: Annotated[Path | None, typer.Option(help="write the trajectory (.csv or .npz)")] = None,
     plot: Annotated[Path | None, typer.Option(help="write a figure (.png, .pdf, .svg)")] = None,
     animate: Annotated[Path | None, typer.Option(help="write an animation (.gif or .mp4)")] = None,
@@ -147,33 +297,44 @@ def simulate(
     speed: Annotated[float, typer.Option(help="animation: simulated s per video s")] = 1.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ):
-    """Simulate a catalog model and write the trajectory, a plot and an animation."""
+    """Simulate a model and write the trajectory, a plot and an animation."""
     import loopdyn as ld
+    from loopdyn.kinematics.closures import CONSTRAINTS
+    from loopdyn.sim.simulate import check_arguments
 
     con, err = _console(), _console(stderr=True)
-    try:
-        mdl = ld.examples.get(model, **_parse_params(param))
-    except (ld.LoopdynError, TypeError, ValueError) as e:
-        err.print(f"[red]error:[/] {_esc(e)}")
-        raise typer.Exit(2) from None
-    ind = _parse_vector(independent, "--independent")
-    kw = dict(
-        independent=None if ind is None else ind.astype(int),
-        repartition=repartition,
-        integrator=integrator,
-        stabilization=stabilization,
-        rtol=rtol,
-        atol=atol,
-        dt=dt,
-        t_eval=int(points),
-    )
-    tau_v = _parse_vector(tau, "--tau")
+    with _errors():
+        _check_output(out, (".csv", ".npz"), "--out")
+        _check_output(plot, (".png", ".pdf", ".svg", ".jpg", ".jpeg"), "--plot")
+        _check_output(animate, (".gif", ".mp4"), "--animate")
+        # the arguments, checked before any compilation or work
+        check_arguments(
+            method=method, integrator=integrator, stabilization=stabilization, t_end=t_end,
+            rtol=rtol, atol=atol, dt=dt, singularities=singularities, t_eval=int(points),
+        )  # fmt: skip
+        _note_compiling([CONSTRAINTS, ld.methods.dynamics.entry_of(method)])
+        mdl = _load_model(model, param)
+        ind = _parse_vector(independent, "--independent")
+        kw = dict(
+            independent=None if ind is None else ind.astype(int),
+            repartition=repartition,
+            integrator=integrator,
+            stabilization=stabilization,
+            rtol=rtol,
+            atol=atol,
+            dt=dt,
+            t_eval=int(points),
+            singularities=singularities,
+        )
+        tau_v = _parse_vector(tau, "--tau")
+        q_init, v_init = _parse_vector(q0, "--q0"), _parse_vector(v0, "--v0")
     traj, failure = None, None
     start = time.perf_counter()
-    try:  # load the compiled kernels first, so that the integration time is the run's own
-        ld.simulate(mdl, t_end=1e-6, t_eval=2, method=method)
-    except (ValueError, ld.LoopdynError):
-        pass
+    with _errors():
+        try:  # load the compiled kernels first, so that the integration time is the run's own
+            ld.simulate(mdl, t_end=1e-6, t_eval=2, method=method)
+        except (ValueError, ld.LoopdynError):
+            pass
     with _progress(quiet, err) as progress:
         task = progress.add_task(f"{mdl.name} {method}/{integrator}/{stabilization}", total=t_end)
         last = [0.0]
@@ -184,48 +345,42 @@ def simulate(
                 last[0] = now
                 progress.update(task, completed=t)
 
-        try:
-            traj = ld.simulate(
-                mdl,
-                _parse_vector(q0, "--q0"),
-                _parse_vector(v0, "--v0"),
-                t_end,
-                tau=tau_v,
-                method=method,
-                progress=report,
-                **kw,
-            )
-        except ld.SimulationError as e:
-            traj, failure = e.trajectory, e
-        except (ValueError, ld.LoopdynError) as e:
-            err.print(f"[red]error:[/] {_esc(e)}")
-            raise typer.Exit(2) from None
+        interrupted = False
+        with _errors():
+            try:
+                traj = ld.simulate(
+                    mdl, q_init, v_init, t_end, tau=tau_v, method=method, progress=report, **kw
+                )
+            except ld.SimulationError as e:
+                traj, failure = e.trajectory, e
+            except ld.SimulationInterrupted as e:
+                traj, failure, interrupted = e.trajectory, e, True
     total = time.perf_counter() - start
     _summary(con, traj, total)
     if failure is not None:
-        err.print(f"[red]simulation stopped:[/] {_esc(failure)}")
+        what = "interrupted" if interrupted else "simulation stopped"
+        err.print(f"[red]{what}:[/] {_esc(' '.join(str(failure).split()))}", soft_wrap=True)
     written = []
-    if out is not None:
-        if out.suffix.lower() == ".npz":
-            traj.save(out)
-        else:
-            traj.to_csv(out)
-        written.append(out)
-    if plot is not None:
-        import matplotlib.pyplot as plt
+    with _errors():
+        if out is not None:
+            if out.suffix.lower() == ".npz":
+                traj.save(out)
+            else:
+                traj.to_csv(out)
+            written.append(out)
+        if plot is not None:
+            import matplotlib.pyplot as plt
 
-        fig = traj.plot(plot)
-        plt.close(fig)
-        written.append(plot)
-    if animate is not None:
-        try:
+            fig = traj.plot(plot)
+            plt.close(fig)
+            written.append(plot)
+        if animate is not None:
             traj.animate(animate, model=mdl, fps=fps, speed=speed)
             written.append(animate)
-        except (RuntimeError, ValueError) as e:
-            err.print(f"[red]animation:[/] {_esc(e)}")
-            raise typer.Exit(2) from None
     for p in written:
         con.print(f"wrote {p}")
+    if interrupted:
+        raise typer.Exit(130)
     if failure is not None:
         raise typer.Exit(1)
 
@@ -288,7 +443,7 @@ def _summary(con, traj, total):
 
 @app.command()
 def bench(
-    model: Annotated[str, typer.Argument(help="catalog model, e.g. four_bar")] = "four_bar",
+    model: Annotated[str, typer.Argument(help="catalog model or model file")] = "four_bar",
     param: Annotated[
         list[str] | None, typer.Option("--param", "-p", help="KEY=VALUE for the factory")
     ] = None,
@@ -309,7 +464,16 @@ def bench(
 
     import loopdyn as ld
 
-    m = ld.examples.get(model, **_parse_params(param))
+    with _errors():
+        m = _load_model(model, param)
+        for name in method or ():
+            if name not in ld.methods.dynamics.METHODS:
+                raise _Usage(
+                    f"unknown method {name!r}; use {', '.join(ld.methods.dynamics.METHODS)}"
+                )
+        seconds = float(seconds)
+        if not (np.isfinite(seconds) and seconds > 0):
+            raise _Usage(f"--seconds must be positive, got {seconds}")
     rng = np.random.default_rng(0)
     q = np.array(m.q0)
     v = np.zeros(m.nv)
@@ -327,10 +491,6 @@ def bench(
 
     rows = []
     for name in method or list(ld.methods.dynamics.METHODS):
-        if name not in ld.methods.dynamics.METHODS:
-            raise typer.BadParameter(
-                f"unknown method {name!r}; use {', '.join(ld.methods.dynamics.METHODS)}"
-            )
         err = np.abs(ld.forward_dynamics(m, q, v, tau, method=name).qdd - ref).max() / scale
         t = per_call(lambda name=name: ld.forward_dynamics(m, q, v, tau, method=name))
         rows.append((f"loopdyn {name}", t, err))

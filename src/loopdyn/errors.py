@@ -48,3 +48,17 @@ class SimulationSingularityError(SimulationError, SingularityError):
     Both a :class:`SingularityError` and a :class:`SimulationError`: catch either;
     it carries the partial trajectory, ``t``, ``q``, ``v`` and ``condition``.
     """
+
+
+class SimulationInterrupted(KeyboardInterrupt):
+    """``ld.simulate`` was interrupted (Ctrl-C): still a ``KeyboardInterrupt``, so a
+    script stops, but carrying what was computed, like :class:`SimulationError`:
+    ``trajectory`` (up to the last accepted step), ``t``, ``q``, ``v``, ``condition``."""
+
+    def __init__(self, message, trajectory=None, t=None, q=None, v=None, condition=None):
+        super().__init__(message)
+        self.trajectory = trajectory
+        self.t = t
+        self.q = q
+        self.v = v
+        self.condition = condition

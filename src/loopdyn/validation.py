@@ -15,13 +15,16 @@ _F64 = np.dtype(np.float64)
 _ND = np.ndarray
 
 
-def vector(x, n, what, model):
-    """``x`` as a float64 vector of length ``n`` (ValueError otherwise).
+def vector(x, n, what, model, finite=True):
+    """``x`` as a float64 vector of length ``n``, finite unless ``finite=False``
+    (ValueError naming ``what`` otherwise).
 
     Arrays that are already float64 vectors of the right length are returned as
     they are (strided and read-only ones too: the entries take them).
     """
     if type(x) is _ND and x.dtype is _F64 and x.ndim == 1 and x.shape[0] == n:
+        if finite:
+            _finite(x, what, model)
         return x
     if np.iscomplexobj(x):
         raise ValueError(f"{model.name}: {what} must be real, got complex values")
@@ -35,7 +38,27 @@ def vector(x, n, what, model):
         x = x.reshape(-1)
     if x.shape != (n,):
         raise ValueError(f"{model.name}: {what} must have shape ({n},), got {x.shape}")
+    if finite:
+        _finite(x, what, model)
     return x
+
+
+def _finite(x, what, model):
+    if not np.all(np.isfinite(x)):
+        k = int(np.flatnonzero(~np.isfinite(x))[0])
+        raise ValueError(f"{model.name}: {what} holds NaN or inf ({what}[{k}] = {x[k]})")
+
+
+def scalar(x, what, model, positive=False):
+    """``x`` as a finite float (positive if asked), else ValueError naming ``what``."""
+    try:
+        y = float(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"{model.name}: {what} must be a number, got {x!r}") from None
+    if not np.isfinite(y) or (positive and not y > 0.0):
+        kind = "positive and finite" if positive else "finite"
+        raise ValueError(f"{model.name}: {what} must be {kind}, got {x!r}")
+    return y
 
 
 def configuration(model, q):

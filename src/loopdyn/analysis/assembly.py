@@ -11,7 +11,7 @@ import numpy as np
 from loopdyn.errors import AssemblyError
 from loopdyn.kinematics.closures import constraint_jacobian, constraints
 from loopdyn.kinematics.configuration import integrate
-from loopdyn.validation import configuration, vector
+from loopdyn.validation import configuration, scalar, vector
 
 
 @dataclass(frozen=True)
@@ -66,19 +66,44 @@ def assemble(model, q_guess, fixed=None, tol=1e-12, max_iter=50, data=None):
     ``fixed``: indices into v of coordinates held at their guessed values
     (default: ``model.actuated``; pass ``[]`` to move every coordinate).  Newton's
     method with a minimum-norm step (redundant closures are fine) and a
-    backtracking line search; converged when ``max |Φ| <= tol``.  Raises
-    :class:`AssemblyError` naming the closure with the largest residual when the
-    closures cannot be satisfied from this guess.
+    backtracking line search; where it stalls (far from a solution, or near a
+    singular configuration), a trust-region Levenberg–Marquardt solve of
+    min |Φ|² over the free coordinates (``scipy.optimize.least_squares``), then
+    Newton again.  Converged when ``max |Φ| <= tol``, or when Newton can reduce it
+    no further and it is below 100 ``tol`` (the rounding floor of the geometry).
+    Raises :class:`AssemblyError` naming the closure with the largest residual and
+    by how much it stays open when the closures cannot be satisfied near this guess.
     """
     q = configuration(model, q_guess).copy()
+    tol = scalar(tol, "tol", model, positive=True)
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"{model.name}: max_iter must be a positive integer, got {max_iter!r}")
     if model.m == 0:
         return q
     free, fixed = _free_columns(model, fixed)
+    q, err, Phi = _newton(model, q, free, tol, max_iter, data)
+    if err > tol:
+        q = _levenberg_marquardt(model, q, free, tol, data)
+        q, err, Phi = _newton(model, q, free, tol, max_iter, data)
+    if err <= 100.0 * tol:
+        return q
+    name, res = _worst_closure(model, Phi)
+    held = ", ".join(str(i) for i in fixed) or "none"
+    raise AssemblyError(
+        f"{model.name}: closure {name!r} stays open by {res:.3g} (max |Φ| = {err:.3g}, "
+        f"tolerance {tol:.3g}) with coordinates [{held}] held fixed; the loop may not close "
+        "for these values: change the fixed coordinates or the guess"
+    )
+
+
+def _newton(model, q, free, tol, max_iter, data):
+    """Newton's method with minimum-norm steps and backtracking: (q, max |Φ|, Φ); stops
+    at ``tol`` or when a step no longer reduces the residual."""
     Phi, J, _ = constraints(model, q, data=data)
     err = np.abs(Phi).max()
     for _ in range(max_iter):
         if err <= tol:
-            return q
+            break
         dv = np.zeros(model.nv)
         dv[free] = -np.linalg.lstsq(J[:, free], Phi, rcond=None)[0]
         step = 1.0
@@ -92,15 +117,31 @@ def assemble(model, q_guess, fixed=None, tol=1e-12, max_iter=50, data=None):
         else:
             break
         q, Phi, J, err = q_try, Phi_try, J_try, err_try
-    if err <= tol:
-        return q
-    name, res = _worst_closure(model, Phi)
-    held = ", ".join(str(i) for i in fixed) or "none"
-    raise AssemblyError(
-        f"{model.name}: cannot assemble closure {name!r} (residual {res:.3g}, max |Φ| = {err:.3g}) "
-        f"with coordinates [{held}] held fixed; the loop may not close for these values: "
-        "change the fixed coordinates or the guess"
-    )
+    return q, err, Phi
+
+
+def _levenberg_marquardt(model, q0, free, tol, data):
+    """min |Φ(q0 ⊕ x)|² over the free coordinates x by scipy's trust-region LM."""
+    from scipy.optimize import least_squares
+
+    def at(x):
+        dv = np.zeros(model.nv)
+        dv[free] = x
+        return integrate(model, q0, dv)
+
+    def fun(x):
+        return constraints(model, at(x), data=data)[0]
+
+    def jac(x):
+        return constraints(model, at(x), data=data)[1][:, free]
+
+    try:
+        sol = least_squares(fun, np.zeros(free.size), jac=jac, method="lm", xtol=1e-15,
+                            ftol=1e-15, gtol=1e-15, max_nfev=200 * (free.size + 1))  # fmt: skip
+    except ValueError:  # fewer residuals than free coordinates: 'lm' needs m >= n
+        sol = least_squares(fun, np.zeros(free.size), jac=jac, method="trf", xtol=1e-15,
+                            ftol=1e-15, gtol=1e-15, max_nfev=200 * (free.size + 1))  # fmt: skip
+    return at(sol.x)
 
 
 def complete_velocity(model, q, v_guess, fixed=None, data=None):

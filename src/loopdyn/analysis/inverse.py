@@ -20,7 +20,7 @@ import numpy as np
 from loopdyn.errors import ActuationError
 from loopdyn.kinematics.closures import constraints
 from loopdyn.tree import rnea
-from loopdyn.validation import configuration, vector
+from loopdyn.validation import configuration, scalar, vector
 
 
 @dataclass
@@ -38,22 +38,41 @@ class InverseDynamicsResult:
     constraint_error: float
 
 
-def inverse_dynamics(model, q, v, qdd, actuated=None, tol=1e-8, data=None):
+def inverse_dynamics(model, q, v, qdd, actuated=None, tol=1e-8, closure_tol=1e-6, data=None):
     """Actuator forces and closure multipliers producing ``qdd`` at (q, v).
 
     ``actuated``: indices into v of the driven coordinates (default
-    ``model.actuated``).  Raises :class:`ActuationError` when the actuators cannot
-    produce the motion (relative residual above ``tol``).
+    ``model.actuated``).  Raises :class:`ActuationError` when the motion violates
+    the closures (J q̇ = 0 or J q̈ = γ off by more than ``closure_tol`` relative to
+    |J| max(|q̇|, 1) and |J| max(|q̈|, 1) + |γ|: states from an integrator or a
+    controller's estimate pass, a motion off the mechanism does not) or the
+    actuators cannot produce it (relative residual above ``tol``).
     """
     q = configuration(model, q)
     v = vector(v, model.nv, "v", model)
     qdd = vector(qdd, model.nv, "qdd", model)
-    act = model.actuated if actuated is None else np.asarray(actuated, dtype=np.int64).reshape(-1)
+    tol = scalar(tol, "tol", model, positive=True)
+    closure_tol = scalar(closure_tol, "closure_tol", model, positive=True)
+    act = model.actuated if actuated is None else _indices(model, actuated)
     b = rnea(model, q, v, qdd, data=data)
     na = act.size
     if model.m:
         _, J, gamma = constraints(model, q, v, data=data)
-        cerr = float(max(np.abs(J @ v).max(), np.abs(J @ qdd - gamma).max()))
+        jmax = float(np.abs(J).max())
+        ev = float(np.abs(J @ v).max())
+        ea = float(np.abs(J @ qdd - gamma).max())
+        cerr = max(ev, ea)
+        if ev > closure_tol * jmax * max(np.abs(v).max(), 1.0):
+            raise ActuationError(
+                f"{model.name}: the velocity v violates the closures (max |J v| = {ev:.3g}); "
+                "give a consistent velocity (ld.complete_velocity)"
+            )
+        if ea > closure_tol * (jmax * max(np.abs(qdd).max(), 1.0) + np.abs(gamma).max()):
+            raise ActuationError(
+                f"{model.name}: the acceleration qdd violates the closures (max |J qdd - γ| = "
+                f"{ea:.3g}); give a consistent acceleration "
+                "(loopdyn.analysis.motion.consistent_acceleration)"
+            )
     else:
         J = np.zeros((0, model.nv))
         cerr = 0.0
@@ -82,3 +101,20 @@ def inverse_dynamics(model, q, v, qdd, actuated=None, tol=1e-8, data=None):
     tau = np.zeros(model.nv)
     tau[act] = x[:na]
     return InverseDynamicsResult(tau, x[:na].copy(), x[na:].copy(), res, over, cerr)
+
+
+def _indices(model, actuated):
+    """``actuated`` as unique indices into v (ValueError naming it otherwise)."""
+    try:
+        a = np.asarray(actuated).reshape(-1)
+    except (TypeError, ValueError):
+        a = None
+    if a is None or (a.size and not np.issubdtype(a.dtype, np.integer)):
+        raise ValueError(f"{model.name}: actuated must be indices into v, got {actuated!r}")
+    a = a.astype(np.int64)
+    if np.any((a < 0) | (a >= model.nv)) or np.unique(a).size != a.size:
+        raise ValueError(
+            f"{model.name}: actuated must be distinct indices in 0..{model.nv - 1}, got "
+            f"{a.tolist()}"
+        )
+    return a

@@ -26,17 +26,26 @@ def names():
     return sorted(_CATALOG)
 
 
-def get(name, **kwargs):
-    """Build catalog model ``name`` with its keyword parameters."""
+def parameters(name):
+    """The parameters of catalog model ``name``: a tuple of ``Parameter`` (name, unit,
+    meaning, default); see ``loopdyn.examples.params``."""
+    return getattr(_factory(name), "parameters", ())
+
+
+def _factory(name):
     from loopdyn.errors import ModelError
 
     try:
-        factory = _CATALOG[name]
+        return _CATALOG[name]
     except KeyError:
         raise ModelError(
             f"unknown catalog model {name!r}; available: {', '.join(names())}"
         ) from None
-    return factory(**kwargs)
+
+
+def get(name, **kwargs):
+    """Build catalog model ``name`` with its keyword parameters (``parameters(name)``)."""
+    return _factory(name)(**kwargs)
 
 
 __all__ = [
@@ -47,6 +56,7 @@ __all__ = [
     "four_bar",
     "get",
     "names",
+    "parameters",
     "planar_ladder",
     "random_tree",
     "rod",

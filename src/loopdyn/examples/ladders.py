@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from loopdyn.examples.params import parameters
 from loopdyn.examples.shapes import rod
 from loopdyn.model import ModelBuilder, Revolute, Universal
 
@@ -16,6 +17,7 @@ def spatial_ladder_geometry(L):
     return G, h, c
 
 
+@parameters(L=("count", "number of rungs (loops)"))
 def spatial_ladder(L=4):
     """The spatial ladder of DESIGN.md: ``spatial_ladder_tree(L)`` closed by L balls.
 
@@ -26,6 +28,7 @@ def spatial_ladder(L=4):
     return _ladder(L, closed=True)
 
 
+@parameters(L=("count", "number of rungs"))
 def spatial_ladder_tree(L=4):
     """Spanning tree of ``spatial_ladder(L)``: L+1 posts and L rungs, n = 3L + 2.
 

@@ -17,6 +17,7 @@ documented in each docstring and in ``docs/sslm.md``.
 import numpy as np
 
 from loopdyn.analysis.assembly import assemble
+from loopdyn.examples.params import parameters
 from loopdyn.examples.planar import G_PLANAR, _angle, circle_intersection
 from loopdyn.examples.shapes import rod
 from loopdyn.model import ModelBuilder, Prismatic, Revolute
@@ -61,6 +62,7 @@ def carpet_scraper_positions(theta1):
     return P
 
 
+@parameters(theta1=("rad", "crank angle"))
 def carpet_scraper(theta1=0.0):
     """The industrial carpet scraping mechanism of Sec. 4.1 (7 links, 10 joints, 3 loops, 1 DOF).
 
@@ -158,6 +160,7 @@ def _triangle_plate(mass, side):
     return {"mass": mass, "com": c, "inertia": np.diag([izz / 2.0, izz / 2.0, izz])}
 
 
+@parameters(theta=("rad", "the three actuated angles"))
 def three_rrr(theta=THREE_RRR_THETA):
     """The 3-RRR planar parallel manipulator of Sec. 4.2 (7 links, 9 joints, 2 loops, 3 DOF).
 

@@ -7,6 +7,7 @@ its angle relative to its parent link (the papers' θ2 convention).
 import numpy as np
 
 from loopdyn.analysis.assembly import assemble
+from loopdyn.examples.params import parameters
 from loopdyn.examples.shapes import box, rod
 from loopdyn.model import ModelBuilder, Revolute
 
@@ -29,6 +30,7 @@ def _angle(p_from, p_to):
     return float(np.arctan2(d[1], d[0]))
 
 
+@parameters(theta1=("rad", "crank angle from the ground line"))
 def four_bar(theta1=np.pi / 6):
     """Saha & Schiehlen's four-bar (Sec. VI.A), crank actuated.
 
@@ -57,6 +59,9 @@ def four_bar(theta1=np.pi / 6):
     return model
 
 
+@parameters(
+    theta1=("rad", "first leg's actuated angle"), theta2=("rad", "second leg's actuated angle")
+)
 def five_bar(theta1=np.pi / 6, theta2=np.pi / 6):
     """Saha & Schiehlen's five-bar parallel manipulator (Sec. VI.B).
 
@@ -87,6 +92,10 @@ def five_bar(theta1=np.pi / 6, theta2=np.pi / 6):
     return model
 
 
+@parameters(
+    crank=("m", "crank length"), rod_length=("m", "connecting rod length"),
+    theta=("rad", "crank angle"),
+)  # fmt: skip
 def slider_crank(crank=0.15, rod_length=0.5, theta=np.pi / 4):
     """Crank (1 kg) – connecting rod (2 kg) – slider (0.5 kg) along the x axis.
 
@@ -113,6 +122,7 @@ def slider_crank(crank=0.15, rod_length=0.5, theta=np.pi / 4):
     return model
 
 
+@parameters(L=("count", "number of rungs (loops)"))
 def planar_ladder(L=4):
     """L+1 posts (0.5 m, 1 kg) pinned at x = 0.4 k and L rungs (0.4 m, 0.5 kg).
 

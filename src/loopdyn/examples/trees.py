@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from loopdyn.examples.params import parameters
 from loopdyn.examples.shapes import rod
 from loopdyn.model import Fixed, Free, ModelBuilder, Prismatic, Revolute, Spherical, Universal
 
@@ -43,6 +44,7 @@ def _random_rotation(rng):
     )
 
 
+@parameters(n_bodies=("count", "number of bodies"), seed=("seed", "random seed"))
 def random_tree(n_bodies=20, seed=0, joint_types=None):
     """A random tree of ``n_bodies`` bodies mixing every joint type.
 

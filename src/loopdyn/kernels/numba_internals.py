@@ -18,7 +18,9 @@ and fails loudly if a release changes one.
    callee's code after an edit (or a ``git pull``) of that file.  loopdyn's functions
    get cache locators (numba's ``caching`` locator classes, first in its list) whose
    source stamp is a hash of every loopdyn source file: any change recompiles.
-6. ``Entry``: a kernel compiled for exactly one signature and then closed to
+6. ``Entry.is_cached`` reads the dispatcher's cache index (so that the CLI can say
+   "compiling kernels" before a long first call).
+7. ``Entry``: a kernel compiled for exactly one signature and then closed to
    compilation.  numba's dispatcher checks the argument types in C; when they do not
    match it calls back two Python methods of the dispatcher,
    ``_search_new_conversions`` and ``_explain_matching_error``, which type every
@@ -271,6 +273,16 @@ class Entry:
 
     def _first(self, *args):
         return self.compile()(*args)
+
+    def is_cached(self):
+        """True if this entry's compiled code is in numba's disk cache for the current
+        package source (its first call then loads instead of compiling)."""
+        if self.compiled:
+            return True
+        try:
+            return bool(self.kernel._cache._cache_file._load_index())
+        except (AttributeError, OSError, EOFError, ValueError):  # pragma: no cover
+            return False
 
 
 # an input (fext) of two dimensions

@@ -318,18 +318,29 @@ class RankInfo:
 def constraint_rank(model, q, tol=None, data=None):
     """Numerical rank of J(q) by pivoted QR of Jᵀ, and an independent row set.
 
-    ``tol`` defaults to max(m, nv) · eps · σ_max.  Rows are kept in pivot order
-    (greedy: the most independent first), then sorted.
+    The rank counts the singular values of J above ``tol``, by default
+    10 · max(m, nv) · ε · σ_max: relative to J's own scale (rows mix lengths and
+    angles, columns metres and radians, so no absolute threshold fits every model),
+    with the usual factor of the matrix size for the rounding of the rows.  Rows
+    are then chosen greedily by the QR's pivoting (the most independent first) and
+    returned sorted.
     """
     import scipy.linalg as sla
 
+    if tol is not None:
+        try:
+            tol = float(tol)
+        except (TypeError, ValueError):
+            tol = -1.0
+        if not (np.isfinite(tol) and tol >= 0.0):
+            raise ValueError(f"{model.name}: tol must be a finite number >= 0, got {tol!r}")
     J = constraint_jacobian(model, q, data)
     if model.m == 0:
         e = np.zeros(0, dtype=np.int64)
         return RankInfo(0, e, e, np.zeros(0), 1.0)
     sv = np.linalg.svd(J, compute_uv=False)
     smax = sv[0] if sv.size else 0.0
-    tol = max(J.shape) * np.finfo(float).eps * max(smax, 1.0) * 10 if tol is None else tol
+    tol = 10.0 * max(J.shape) * np.finfo(float).eps * smax if tol is None else tol
     rank = int(np.sum(sv > tol))
     _, _, piv = sla.qr(J.T, mode="economic", pivoting=True)
     keep = np.sort(piv[:rank])

@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 from loopdyn.model.joints import FREE, SPHERICAL
-from loopdyn.validation import configuration, vector
+from loopdyn.validation import configuration, scalar, vector
 
 
 @njit(cache=True, inline="always")
@@ -96,8 +96,11 @@ def integrate(model, q, v, dt=1.0):
     """The configuration reached from ``q`` moving with constant velocity ``v`` for ``dt``."""
     q = configuration(model, q)
     v = vector(v, model.nv, "v", model)
+    dt = scalar(dt, "dt", model)
     out = np.empty(model.nq)
-    integrate_kernel(model.topo, q, v, float(dt), out)
+    integrate_kernel(model.topo, q, v, dt, out)
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"{model.name}: integrate overflowed (|v dt| too large: dt = {dt})")
     return out
 
 

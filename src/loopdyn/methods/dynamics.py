@@ -56,6 +56,12 @@ BINDERS = {
     "recursive_lambda": _bind_entry(recursive_lambda),
 }
 METHODS = tuple(BINDERS)
+_MODULES = {"augmented": augmented, "slm": slm, "sslm": sslm, "recursive_lambda": recursive_lambda}
+
+
+def entry_of(method):
+    """The compiled ``Entry`` of ``method`` (e.g. to ask whether it is cached)."""
+    return _MODULES[method].ENTRY
 
 
 def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
@@ -99,6 +105,9 @@ def _forward_dynamics(model, q, v, tau, method, data):
     tau = d.zeros if tau is None else vector(tau, nv, "tau", model)
     if model.m == 0:
         return ForwardDynamicsResult(aba(model, q, v, tau, data=d), None, (method, 0, NO_ROWS), 1.0)
+    if nv == 0:  # nothing moves: every row is vacuous, the minimum-norm multipliers are 0
+        rows = np.arange(model.m, dtype=np.int64)
+        return ForwardDynamicsResult(np.zeros(0), np.zeros(model.m), (method, 0, rows), 1.0)
     info = d.rank_info
     if info is None:
         info = _redetect(model, q, d)
@@ -126,8 +135,12 @@ def _forward_dynamics(model, q, v, tau, method, data):
             break
         if attempt == 0:
             info = _redetect(model, q, d)
-    else:
-        st = -1.0
+    if st == NONFINITE_OUTPUT:
+        raise ValueError(
+            f"{model.name}: the accelerations are not finite: the velocities "
+            f"(|v|∞ = {np.abs(v).max():.3g}) or joint forces (|τ|∞ = {np.abs(tau).max():.3g}) "
+            "are too large for floating point"
+        )
     if not st > 0.0:
         raise SingularityError(_singular_message(model, q, d, method, st))
     lam = lam[: info.rank]

@@ -77,7 +77,12 @@ def rotation_from(rotation=None, rpy=None, what="placement"):
     if rotation is not None and rpy is not None:
         raise ModelError(f"{what}: give either rotation or rpy, not both")
     if rpy is not None:
-        r, p, y = (float(x) for x in rpy)
+        try:
+            r, p, y = (float(x) for x in rpy)
+        except (TypeError, ValueError):
+            raise ModelError(f"{what}: rpy must be three angles (rad), got {rpy!r}") from None
+        if not all(np.isfinite((r, p, y))):
+            raise ModelError(f"{what}: rpy must be finite, got {rpy!r}")
         cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
         Rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
         Ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
@@ -544,7 +549,13 @@ class ModelBuilder:
 
     def set_q0(self, q0):
         """Reference configuration stored as ``model.q0`` (catalog: a consistent one)."""
-        self._q0 = np.array(q0, dtype=float)
+        try:
+            q0 = np.array(q0, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise ModelError(f"model {self.name!r}: q0 must be numbers, got {q0!r}") from None
+        if not np.all(np.isfinite(q0)):
+            raise ModelError(f"model {self.name!r}: q0 must be finite, got {q0}")
+        self._q0 = q0
 
     def set_actuated(self, *joints):
         """Mark the coordinates of the given joints (or body names) as actuated."""

@@ -43,27 +43,66 @@ from loopdyn.analysis.assembly import assemble, complete_velocity
 from loopdyn.errors import (
     LoopdynError,
     SimulationError,
+    SimulationInterrupted,
     SimulationSingularityError,
     SingularityError,
 )
 from loopdyn.kinematics.closures import closure_residual, constraints
 from loopdyn.methods import dynamics
 from loopdyn.sim.integrators import INTEGRATORS, IntegratorFailure, RK4Stepper, ScipyStepper
-from loopdyn.sim.stabilization import STABILIZATIONS, System, tau_function
+from loopdyn.sim.stabilization import STABILIZATIONS, MobilityChange, System, tau_function
 from loopdyn.sim.trajectory import Trajectory
 from loopdyn.validation import configuration, vector
+
+MAX_OUTPUTS = 10_000_000  # output times: each holds a full state and its dynamics
+
+
+def _positive(x, name, finite=True):
+    """``x`` as a positive float (finite unless ``finite=False``), else ValueError naming it."""
+    try:
+        y = float(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {x!r}") from None
+    if not y > 0.0 or (finite and not np.isfinite(y)):
+        raise ValueError(f"{name} must be positive{' and finite' if finite else ''}, got {x!r}")
+    return y
+
+
+def _gains(baumgarte):
+    """The Baumgarte gains (α, β) in 1/s: two finite non-negative numbers."""
+    try:
+        a, b = (float(g) for g in baumgarte)
+    except (TypeError, ValueError):
+        raise ValueError(f"baumgarte must be two gains (alpha, beta), got {baumgarte!r}") from None
+    if not (np.isfinite(a) and np.isfinite(b) and a >= 0.0 and b >= 0.0):
+        raise ValueError(
+            f"baumgarte gains must be finite and >= 0 (negative gains make the closures "
+            f"diverge), got {baumgarte!r}"
+        )
+    return a, b
 
 
 def _output_times(t_end, t_eval):
     if t_eval is None:
         t_eval = 501
-    if isinstance(t_eval, (int, np.integer)):
+    if isinstance(t_eval, (int, np.integer)) and not isinstance(t_eval, bool):
         n = int(t_eval)
-        if n < 2:
-            raise ValueError("t_eval as a count needs at least 2 output times")
+        if not 2 <= n <= MAX_OUTPUTS:
+            raise ValueError(f"t_eval as a count must be between 2 and {MAX_OUTPUTS}, got {n}")
         return np.linspace(0.0, t_end, n)
-    te = np.asarray(t_eval, dtype=float).reshape(-1)
-    if te.size == 0 or np.any(np.diff(te) <= 0) or te[0] < 0 or te[-1] > t_end * (1 + 1e-12):
+    try:
+        te = np.asarray(t_eval, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f"t_eval must be a count or an array of times, got {t_eval!r}") from None
+    if te.size > MAX_OUTPUTS:
+        raise ValueError(f"t_eval holds {te.size} times; at most {MAX_OUTPUTS}")
+    if (
+        te.size == 0
+        or not np.all(np.isfinite(te))
+        or np.any(np.diff(te) <= 0)
+        or te[0] < 0
+        or te[-1] > t_end * (1 + 1e-12)
+    ):
         raise ValueError("t_eval must be increasing times in [0, t_end]")
     return np.minimum(te, t_end)
 
@@ -89,6 +128,8 @@ def simulate(
     repartition_cond=10.0,
     constraint_tol=1e-12,
     consistent=True,
+    singularities="stop",
+    max_steps=1_000_000,
     progress=None,
     data=None,
 ):
@@ -113,8 +154,14 @@ def simulate(
       the module docstring.  ``constraint_tol``: Newton tolerance on max |Φ|
       (projection, partitioning) and on J v.
       ``t_eval``: output times (increasing, in [0, t_end]) or their number
-      (default 501, evenly spaced).  ``progress(t, t_end)``: called after every
-      step.
+      (default 501, evenly spaced; at most ``MAX_OUTPUTS``).
+      ``singularities``: ``"stop"`` (default) ends the run with a
+      ``SimulationSingularityError`` when the closures lose rank — a change of
+      mobility, detected the same way for every method (see the module
+      docstring); ``"pass"`` integrates on through it.
+      ``max_steps``: the largest number of integrator steps (a
+      ``SimulationError`` with the trajectory so far beyond it).
+      ``progress(t, t_end)``: called after every step.
 
     Out: a :class:`loopdyn.Trajectory` at the output times (states, q̈, λ, τ,
     closure residuals, energy) with ``stats`` (steps, nfev, wall time,
@@ -122,10 +169,57 @@ def simulate(
 
     Raises :class:`loopdyn.SimulationSingularityError` (a ``SingularityError``)
     at a singular configuration it cannot pass, and
-    :class:`loopdyn.SimulationError` when the integrator fails or the state stops
-    being finite; both carry ``trajectory`` (computed so far), ``t``, ``q``,
-    ``v`` and ``condition`` of the last accepted state.
+    :class:`loopdyn.SimulationError` when the integrator fails, the state stops
+    being finite or ``max_steps`` is reached; both carry ``trajectory`` (computed
+    so far), ``t``, ``q``, ``v`` and ``condition`` of the last accepted state.
+    Ctrl-C raises :class:`loopdyn.SimulationInterrupted` (a ``KeyboardInterrupt``)
+    carrying the same.  Invalid arguments raise ``ValueError`` before anything is
+    integrated.
     """
+    a = check_arguments(
+        method=method, integrator=integrator, stabilization=stabilization, t_end=t_end,
+        rtol=rtol, atol=atol, dt=dt, max_step=max_step, baumgarte=baumgarte,
+        repartition_cond=repartition_cond, constraint_tol=constraint_tol,
+        singularities=singularities, max_steps=max_steps, t_eval=t_eval,
+    )  # fmt: skip
+    t_end, rtol, atol, dt, max_step = a["t_end"], a["rtol"], a["atol"], a["dt"], a["max_step"]
+    gains, repartition_cond, constraint_tol = a["gains"], a["repartition_cond"], a["constraint_tol"]
+    d = model.data if data is None else data
+    q = np.array(configuration(model, model.q0 if q0 is None else q0), dtype=float)
+    v = np.zeros(model.nv) if v0 is None else np.array(vector(v0, model.nv, "v0", model))
+    if consistent and model.m:
+        if np.abs(closure_residual(model, q, data=d)).max() > constraint_tol:
+            q = assemble(model, q, tol=constraint_tol, data=d)
+        v = complete_velocity(model, q, v, data=d)
+    t_out = a["t_out"]
+    mode = stabilization if model.m else "none"
+    system = System(
+        model, method, tau_function(model, tau), mode, gains, constraint_tol, d, independent
+    )
+    if mode == "partitioning" and independent is not None:  # bad indices: a ValueError, now
+        system.candidate(q, independent)
+    if callable(tau):  # a controller returning the wrong shape is a ValueError, now
+        with suppress(FloatingPointError):  # (not finite: a SimulationError, below)
+            system.tau_fn(0.0, q.copy(), v.copy())
+    run = _Run(system, integrator, rtol, atol, t_out, singularities == "stop", max_steps)
+    run.start(q, v, dt, max_step)
+    try:
+        run.loop(t_end, repartition, repartition_cond, progress)
+    except KeyboardInterrupt as e:
+        run.interrupted(e)
+    run.finish()
+    return run.trajectory(True, "completed")
+
+
+def check_arguments(
+    method="augmented", integrator="DOP853", stabilization="projection", t_end=1.0, rtol=1e-8,
+    atol=1e-8, dt=None, max_step=np.inf, baumgarte=(10.0, 10.0), repartition_cond=10.0,
+    constraint_tol=1e-12, singularities="stop", max_steps=1_000_000, t_eval=None,
+):  # fmt: skip
+    """The arguments of ``simulate`` checked (ValueError naming the culprit) and
+    normalised: a dict of ``t_end``, ``rtol``, ``atol``, ``dt``, ``max_step``,
+    ``gains``, ``repartition_cond``, ``constraint_tol``, ``t_out`` (output times).
+    Cheap, compiles nothing: the command line calls it before any work."""
     if method not in dynamics.METHODS:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(dynamics.METHODS)}")
     if integrator not in INTEGRATORS:
@@ -134,40 +228,32 @@ def simulate(
         raise ValueError(
             f"unknown stabilization {stabilization!r}; available: {', '.join(STABILIZATIONS)}"
         )
-    t_end = float(t_end)
-    if not t_end > 0:
-        raise ValueError(f"t_end must be positive, got {t_end}")
+    t_end = _positive(t_end, "t_end")
+    rtol, atol = _positive(rtol, "rtol"), _positive(atol, "atol")
+    constraint_tol = _positive(constraint_tol, "constraint_tol")
+    max_step = _positive(max_step, "max_step", finite=False)
+    gains = _gains(baumgarte)
+    repartition_cond = _positive(repartition_cond, "repartition_cond")
+    if singularities not in ("stop", "pass"):
+        raise ValueError(f"singularities must be 'stop' or 'pass', got {singularities!r}")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
     if integrator == "RK4":
-        dt = 1e-3 if dt is None else float(dt)
-        if not dt > 0:
-            raise ValueError(f"dt must be positive, got {dt}")
+        dt = 1e-3 if dt is None else _positive(dt, "dt")
+        if t_end / dt > max_steps:
+            raise ValueError(
+                f"t_end / dt = {t_end / dt:.3g} RK4 steps exceed max_steps = {max_steps}; "
+                "raise dt or max_steps"
+            )
     elif dt is not None:
         raise ValueError(
             "dt is the step of the fixed-step RK4; adaptive integrators take rtol, atol, max_step"
         )
-    d = model.data if data is None else data
-    q = np.array(configuration(model, model.q0 if q0 is None else q0), dtype=float)
-    v = np.zeros(model.nv) if v0 is None else np.array(vector(v0, model.nv, "v0", model))
-    if consistent and model.m:
-        if np.abs(closure_residual(model, q, data=d)).max() > constraint_tol:
-            q = assemble(model, q, tol=constraint_tol, data=d)
-        v = complete_velocity(model, q, v, data=d)
-    t_out = _output_times(t_end, t_eval)
-    mode = stabilization if model.m else "none"
-    system = System(
-        model, method, tau_function(model, tau), mode, tuple(float(g) for g in baumgarte),
-        float(constraint_tol), d, independent,
+    return dict(
+        t_end=t_end, rtol=rtol, atol=atol, dt=dt, max_step=max_step, gains=gains,
+        repartition_cond=repartition_cond, constraint_tol=constraint_tol,
+        t_out=_output_times(t_end, t_eval),
     )  # fmt: skip
-    if mode == "partitioning" and independent is not None:  # bad indices: a ValueError, now
-        system.candidate(q, independent)
-    if callable(tau):  # a controller returning the wrong shape is a ValueError, now
-        with suppress(FloatingPointError):  # (not finite: a SimulationError, below)
-            system.tau_fn(0.0, q.copy(), v.copy())
-    run = _Run(system, integrator, rtol, atol, t_out)
-    run.start(q, v, dt, max_step)
-    run.loop(t_end, repartition, repartition_cond, progress)
-    run.finish()
-    return run.trajectory(True, "completed")
 
 
 class _NotFinite(Exception):
@@ -182,8 +268,10 @@ def _named(model, message):
 class _Run:
     """The integration loop: steps, outputs, stabilisation, failures."""
 
-    def __init__(self, system, integrator, rtol, atol, t_out):
+    def __init__(self, system, integrator, rtol, atol, t_out, stop_at_singularities, max_steps):
         self.system = system
+        self.monitor = stop_at_singularities
+        self.max_steps = max_steps
         self.integrator = integrator
         self.rtol, self.atol = rtol, atol
         self.t_out = t_out
@@ -206,6 +294,8 @@ class _Run:
             self.record(0.0, q, v)
             self.k = 1
         with self.guard():
+            if self.monitor:
+                sy.mobility_start(q)
             y = sy.start(q, v)
             if self.integrator == "RK4":
                 self.stepper = RK4Stepper(sy.fun, 0.0, y, self.t_out[-1], dt, self.t_out)
@@ -237,6 +327,14 @@ class _Run:
             self.system, self.T, self.Q, self.V, self.stats, self.integrator, self.rtol,
             self.atol, completed, message,
         )  # fmt: skip
+
+    def interrupted(self, cause):
+        """Ctrl-C: raise ``SimulationInterrupted`` with the motion up to the last accepted
+        step (outputs of a step in progress are dropped)."""
+        t = self.last[0]
+        keep = sum(1 for tk in self.T if tk <= t)
+        del self.T[keep:], self.Q[keep:], self.V[keep:]
+        self.fail(SimulationInterrupted, f"{self.system.model.name}: interrupted (Ctrl-C)", cause)
 
     def fail(self, exc_type, message, cause=None):
         """Raise ``exc_type`` carrying the trajectory so far and the last accepted state."""
@@ -283,6 +381,8 @@ class _Run:
             q, v, moved = sy.project(q, v, 0.0 if st.cheap else 100.0 * self.atol)
             self.stats["projections"] += int(moved)
             changed = changed or moved
+        if self.monitor:
+            sy.mobility_crossed(q, t0, st.t)
         if sy.reduced and repartition:
             cond = sy.condition(q)
             if cond > repartition_cond:
@@ -302,8 +402,19 @@ class _Run:
         retried_at = None
         while st.t < t_end:
             t0, n0, k0 = self.last[0], len(self.T), self.k
+            if self.stats["steps"] >= self.max_steps:
+                self.fail(
+                    SimulationError,
+                    f"{model.name}: max_steps = {self.max_steps} integrator steps reached at "
+                    f"t = {self.last[0]:.6g} s of {t_end:.6g}; raise max_steps, or the step "
+                    "size (rtol, atol, dt) if that is what keeps the steps small",
+                )
             try:
                 q, v = self.step(repartition, repartition_cond)
+            except MobilityChange as e:
+                del self.T[n0:], self.Q[n0:], self.V[n0:]
+                self.k = k0
+                self.fail(SimulationSingularityError, str(e), e)
             except SingularityError as e:
                 # outputs the failed step recorded inside it are not on the motion
                 del self.T[n0:], self.Q[n0:], self.V[n0:]

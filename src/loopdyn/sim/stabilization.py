@@ -18,6 +18,12 @@ from loopdyn.sim.partitioning import partition_kernel
 from loopdyn.tree import crba
 
 STABILIZATIONS = ("none", "baumgarte", "projection", "partitioning")
+# smallest σ_min / σ_max of the independent closure rows before a state counts as singular
+MOBILITY_TOL = 1e-8
+
+
+class MobilityChange(SingularityError):
+    """The closures lost rank (a change of mobility): raised inside ``ld.simulate``."""
 
 
 def tau_function(model, tau):
@@ -275,6 +281,56 @@ class System:
             return Jr.T @ np.linalg.inv(Jr @ Jr.T)
         except np.linalg.LinAlgError:
             return np.linalg.pinv(Jr)
+
+    # ---- a change of mobility
+    def mobility_start(self, q):
+        """Reference for ``mobility_crossed``: the independent closure rows at q, an
+        orthonormal basis N of their null space (the motions the closures allow) and the
+        sign of det [J; Nᵀ].  Raises SingularityError if the rows are (nearly) dependent
+        at q already."""
+        if not self.closed:
+            return
+        self.monitor_rows = constraint_rank(self.model, q, data=self.data).independent
+        self._frame = self._mobility_frame(q, None)
+
+    def _mobility_frame(self, q, N_ref):
+        """(N, sign of det [J; Nᵀ], sign of det [J; N_refᵀ]) at q; raise if near singular."""
+        _, J, _ = constraints(self.model, q, data=self.data)
+        Jr = J[self.monitor_rows]
+        r = Jr.shape[0]
+        _, sv, Vt = np.linalg.svd(Jr)
+        ratio = sv[-1] / sv[0] if r and sv[0] > 0 else (1.0 if not r else 0.0)
+        if ratio < MOBILITY_TOL:
+            raise MobilityChange(
+                f"{self.model.name}: the closures lose rank here (smallest/largest singular "
+                f"value of the {r} independent rows of J: {ratio:.3g}): a singular "
+                "configuration, where the mechanism changes mobility"
+            )
+        N = Vt[r:].T
+        own = np.linalg.slogdet(np.vstack([Jr, N.T]))[0]
+        ref = own if N_ref is None else np.linalg.slogdet(np.vstack([Jr, N_ref.T]))[0]
+        return N, own, ref
+
+    def mobility_crossed(self, q, t0, t1):
+        """Raise ``MobilityChange`` if the closures lost rank between the reference state
+        and q, else make q the reference.
+
+        det [J(q); N_refᵀ] is continuous along the motion and non-zero at the reference;
+        it vanishes where J loses rank, so a change of its sign within a step means the
+        step passed a singular configuration (even one no accepted state landed near).
+        """
+        if not self.closed:
+            return
+        N_old, sign_old, _ = self._frame
+        N, own, ref = self._mobility_frame(q, N_old)
+        if ref != sign_old:
+            raise MobilityChange(
+                f"{self.model.name}: the closures lost rank between t = {t0:.6g} and "
+                f"{t1:.6g} s (det [J; Nᵀ] changed sign: the motion passed a singular "
+                "configuration, where the mechanism changes mobility and each method could "
+                "continue on another branch)"
+            )
+        self._frame = (N, own, own)
 
     # ---- diagnostics
     def condition(self, q):
