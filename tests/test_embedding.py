@@ -1,0 +1,358 @@
+"""Constraint embedding (Jain): the aggregation graph layer, X_𝒮 and ζ_𝒮, and the
+articulated-body forward dynamics on the aggregated tree against dense oracles."""
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import loopdyn as ld
+from closed_helpers import CLOSED, closed_model, consistent_state, mixed_mechanism
+from loopdyn.methods import embedding as E
+from loopdyn.topology.aggregation import (
+    GROUND,
+    Coupling,
+    aggregated_tree,
+    aggregation,
+    aggregation_subgraph,
+    merge_subgraphs,
+)
+
+NEW = {
+    "four_bar_internal": lambda: ld.examples.four_bar_cut("internal"),
+    "four_bar_terminal": lambda: ld.examples.four_bar_cut("terminal"),
+    "four_bar_chain_1": lambda: ld.examples.four_bar_chain(1),
+    "four_bar_chain_5": lambda: ld.examples.four_bar_chain(5),
+    "closed_knee_leg": lambda: ld.examples.closed_knee_leg(),
+}
+COUPLED = {
+    "geared_chain_1": lambda: ld.examples.geared_chain(1),
+    "geared_chain_4": lambda: ld.examples.geared_chain(4, ratio=9.0),
+    "closed_knee_leg_geared": lambda: ld.examples.closed_knee_leg(geared=True),
+}
+
+
+def rel_err(a, b):
+    return float(np.abs(np.asarray(a) - b).max() / max(1.0, np.abs(b).max()))
+
+
+# --------------------------------------------------------------------------- dense oracle
+def coupling_rows(model, q):
+    """(Φ, J, γ) of the prototype couplings q_b = ratio·q_a + offset (Jain Sec. 5.1)."""
+    cps = getattr(model, "couplings", ())
+    Phi, J = np.zeros(len(cps)), np.zeros((len(cps), model.nv))
+    for r, c in enumerate(cps):
+        qa, qb = model.q_slice(c.joint_a).start, model.q_slice(c.joint_b).start
+        va, vb = model.v_slice(c.joint_a).start, model.v_slice(c.joint_b).start
+        Phi[r] = q[qb] - c.ratio * q[qa] - c.offset
+        J[r, vb] += 1.0
+        J[r, va] -= c.ratio
+    return Phi, J, np.zeros(len(cps))
+
+
+def dense_oracle(model, q, v, tau):
+    """q̈ of M q̈ + h = τ + Jᵀλ, J q̈ = γ with the closure and coupling rows, by the
+    null-space method (redundant rows are fine): q̈ = J⁺γ + N z, Nᵀ M N z = Nᵀ (τ − h − M J⁺γ)."""
+    M = ld.crba(model, q)
+    h = ld.nonlinear_effects(model, q, v)
+    rows_J, rows_g = [], []
+    if model.m:
+        _, Jc, gc = ld.constraints(model, q, v)
+        rows_J.append(Jc)
+        rows_g.append(gc)
+    _, Jk, gk = coupling_rows(model, q)
+    rows_J.append(Jk)
+    rows_g.append(gk)
+    J, g = np.vstack(rows_J), np.concatenate(rows_g)
+    U, sv, Vt = np.linalg.svd(J)
+    rank = int(np.sum(sv > 1e-10 * sv[0]))
+    N = Vt[rank:].T
+    qp = Vt[:rank].T @ ((U[:, :rank].T @ g) / sv[:rank])
+    z = np.linalg.solve(N.T @ M @ N, N.T @ (tau - h - M @ qp))
+    return qp + N @ z
+
+
+def coupled_state(model, rng, spread=0.3):
+    """A random consistent (q, v, tau) of a model with closures and/or couplings: θ_R
+    perturbed, the dependent coordinates closed by ``close_positions``."""
+    q = np.array(model.q0)
+    act = model.actuated
+    q[act] += rng.uniform(-spread, spread, act.size)
+    q = E.close_positions(model, q, data=model.create_data())
+    v = E.close_velocities(model, q, rng.normal(size=model.nv), data=model.create_data())
+    return q, v, rng.normal(size=model.nv)
+
+
+# --------------------------------------------------------------------------- Fig. 4
+def _tree(edges, root="g"):
+    t = nx.DiGraph()
+    t.add_node(root)
+    t.add_edges_from(edges)
+    return t
+
+
+def test_fig4_example1_disjoint_subgraphs_stay_split():
+    # g→1→2→3→4→5 with cut-edges (1, 3) and (3, 5): {2, 3} and {4, 5}, not one {2..5}
+    t = _tree([("g", 1), (1, 2), (2, 3), (3, 4), (4, 5)])
+    r1, s1 = aggregation_subgraph(t, (1, 3))
+    r2, s2 = aggregation_subgraph(t, (3, 5))
+    assert (r1, s1, r2, s2) == (1, {2, 3}, 3, {4, 5})
+    groups = merge_subgraphs([s1, s2])
+    assert [g for g, _ in groups] == [{2, 3}, {4, 5}]
+    agg = aggregated_tree(t, [g for g, _ in groups])
+    a, b = frozenset({2, 3}), frozenset({4, 5})
+    assert set(agg.edges) == {("g", 1), (1, a), (a, b)}
+
+
+def test_fig4_example2_cut_edge_across_trees_takes_every_ancestor():
+    t = _tree([("g", 1), (1, 2), ("g", 3), (3, 4), (4, 5)])
+    root, sub = aggregation_subgraph(t, (2, 5))
+    assert root == "g" and sub == {1, 2, 3, 4, 5}
+    agg = aggregated_tree(t, [sub])
+    assert list(agg.successors("g")) == [frozenset(sub)]  # a root node of the forest
+
+
+def test_fig4_example3_cut_edges_sharing_a_node_merge():
+    t = _tree([("g", "a"), ("a", "b"), ("g", "c"), ("g", "d"), ("b", "e")])
+    _, s1 = aggregation_subgraph(t, ("b", "c"))
+    _, s2 = aggregation_subgraph(t, ("b", "d"))
+    groups = merge_subgraphs([s1, s2, {"e"}])
+    assert groups == [(frozenset("abcd"), [0, 1]), (frozenset("e"), [2])]
+    agg = aggregated_tree(t, [g for g, _ in groups])
+    assert nx.is_arborescence(agg)
+    assert (frozenset("abcd"), frozenset("e")) in agg.edges
+
+
+def test_closure_to_the_ground_and_within_a_chain():
+    t = _tree([("g", 1), (1, 2), (2, 3)])
+    assert aggregation_subgraph(t, (3, "g")) == ("g", frozenset({1, 2, 3}))
+    assert aggregation_subgraph(t, (1, 3)) == (1, frozenset({2, 3}))  # terminal cut
+
+
+def test_aggregation_condition_is_checked():
+    t = _tree([("g", 1), (1, 2), ("g", 3)])
+    with pytest.raises(ld.ModelError, match="aggregation condition"):
+        aggregated_tree(t, [{2, 3}])  # two parents outside it: 1 and g
+
+
+def test_models_aggregate_as_in_the_paper():
+    chain = aggregation(ld.examples.four_bar_chain(3))
+    assert [s.body_names for s in chain.bodies] == [
+        (f"crank{k}", f"coupler{k}", f"rocker{k}") for k in range(3)
+    ]
+    parents = [s.parent for s in chain.bodies]
+    assert parents[0] == -1 and parents[1] == chain.bodies[0].bodies[0]  # on crank0
+    assert nx.is_arborescence(chain.aggregated) and chain.dof == 3
+    internal = aggregation(ld.examples.four_bar_cut("internal")).bodies[0]
+    terminal = aggregation(ld.examples.four_bar_cut("terminal")).bodies[0]
+    assert len(internal.base_bodies) == 2 and len(terminal.base_bodies) == 1  # Sec. 5.2, 5.3
+    five = aggregation(ld.examples.five_bar()).bodies[0]  # example 2: across two trees
+    assert five.parent == -1 and len(five.bodies) == 4 and five.dof == 2
+    geared = aggregation(ld.examples.geared_chain(3))  # Sec. 5.1: {motor, link} on link k-1
+    assert [s.body_names for s in geared.bodies] == [(f"rotor{k}", f"link{k}") for k in range(3)]
+    leg = aggregation(ld.examples.closed_knee_leg(geared=True))  # gear and loop share a body
+    assert leg.bodies[0].body_names == ("knee_rotor", "knee_crank", "pushrod", "shank")
+    assert (leg.bodies[0].rank, leg.bodies[0].dof) == (3, 1)  # 5 + 1 rows, 3 independent
+    text = str(leg)
+    assert "θ_R = [knee_rotor]" in text and "knee_link, knee_gear" in text
+    g = leg.graph
+    assert {d["kind"] for _, _, d in g.edges(data=True)} == {"joint", "closure", "coupling"}
+    assert GROUND in leg.tree and ld.aggregation is aggregation
+
+
+def test_bad_couplings_are_model_errors():
+    model = ld.examples.geared_chain(2)
+    model.couplings = (Coupling("bad", "link0", "nope", 2.0),)
+    with pytest.raises(ld.ModelError, match="unknown joint 'nope'"):
+        aggregation(model)
+    model.couplings = (Coupling("self", "link0", "link0", 2.0),)
+    with pytest.raises(ld.ModelError, match="to itself"):
+        aggregation(model)
+    arm = ld.examples.random_tree(6, 0)
+    sph = next(n for n, t in zip(arm.joint_names, arm.joint_types, strict=True) if t != "revolute")
+    arm.couplings = (Coupling("c", sph, arm.joint_names[0], 1.0),)
+    with pytest.raises(ld.ModelError, match="revolute or prismatic"):
+        aggregation(arm)
+
+
+# --------------------------------------------------------------------------- dynamics
+@pytest.mark.parametrize("name", list(CLOSED) + list(NEW))
+def test_embedding_equals_augmented(name):
+    model = closed_model(name) if name in CLOSED else NEW[name]()
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for _ in range(4):
+        q, v, tau = consistent_state(model, rng)
+        ref = ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
+        worst = max(worst, rel_err(E.run(model, q, v, tau), ref))
+    assert worst < 1e-10
+
+
+@pytest.mark.parametrize("kind", ["weld", "generic", "universal"])
+def test_spatial_joints_and_unassembled_states(kind):
+    """Spherical, universal and free joints inside an aggregated body; at any (q, v) both
+    methods solve M q̈ + h = τ + Jᵀλ, J q̈ = γ, so the state need not be consistent."""
+    model = mixed_mechanism(kind)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        q = model.random_configuration(rng, scale=1.0)
+        v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        assert rel_err(E.run(model, q, v, tau), dense_oracle(model, q, v, tau)) < 1e-9
+
+
+@pytest.mark.parametrize("case", ["serial_arm", "random_tree"])
+def test_tree_models_reduce_to_aba(case):
+    model = ld.examples.serial_arm() if case == "serial_arm" else ld.examples.random_tree(25, 2)
+    assert len(aggregation(model)) == 0
+    rng = np.random.default_rng(0)
+    q = model.random_configuration(rng)
+    v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    assert rel_err(E.run(model, q, v, tau), ld.aba(model, q, v, tau)) < 1e-12
+
+
+@pytest.mark.parametrize("name", list(COUPLED))
+def test_geared_models_equal_the_dense_kkt_oracle(name):
+    model = COUPLED[name]()
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        q, v, tau = coupled_state(model, rng)
+        _, Jk, _ = coupling_rows(model, q)
+        assert np.abs(coupling_rows(model, q)[0]).max() < 1e-12
+        assert np.abs(Jk @ v).max() < 1e-12
+        qdd = E.run(model, q, v, tau)
+        assert rel_err(qdd, dense_oracle(model, q, v, tau)) < 1e-10
+        assert np.abs(Jk @ qdd).max() < 1e-9 * max(1.0, np.abs(qdd).max())
+
+
+def test_both_four_bar_cuts_give_the_same_motion():
+    """Internal and terminal cut (Jain Sec. 5.2–5.3): θ3 = θ1 + θ2 + θ3', so
+    q̈_int = T q̈_term and τ_term = Tᵀ τ_int."""
+    internal = ld.examples.four_bar_cut("internal")
+    terminal = ld.examples.four_bar_cut("terminal")
+    T = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 1.0]])
+    wrap = np.angle(np.exp(1j * (T @ terminal.q0 - internal.q0)))  # same q0 modulo 2π
+    np.testing.assert_allclose(wrap, 0.0, atol=1e-12)
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        q_i, v_i, tau_i = consistent_state(internal, rng)
+        q_t = np.linalg.solve(T, q_i)
+        v_t = np.linalg.solve(T, v_i)
+        a_i = E.run(internal, q_i, v_i, tau_i)
+        a_t = E.run(terminal, q_t, v_t, T.T @ tau_i)
+        np.testing.assert_allclose(T @ a_t, a_i, rtol=0, atol=1e-11 * np.abs(a_i).max())
+        ref = ld.forward_dynamics(terminal, q_t, v_t, T.T @ tau_i, method="augmented").qdd
+        assert rel_err(a_t, ref) < 1e-10
+
+
+# --------------------------------------------------------------------------- X_𝒮, ζ_𝒮
+@pytest.mark.parametrize(
+    "make",
+    [
+        ld.examples.four_bar,
+        lambda: ld.examples.four_bar_cut("terminal"),
+        ld.examples.closed_knee_leg,
+        lambda: ld.examples.closed_knee_leg(geared=True),
+        ld.examples.five_bar,
+    ],
+)
+def test_constraint_map_against_finite_differences(make):
+    """X_𝒮 = ∂θ_𝒮/∂θ_R along the constraint manifold (eq. 25, Sec. 8), and
+    ζ_𝒮 = Ẋ_𝒮 θ̇_R (eq. 34, 61) as the central difference of X_𝒮 along the motion."""
+    model = make()
+    d = model.create_data()
+    rng = np.random.default_rng(2)
+    q, v, tau = coupled_state(model, rng, spread=0.1)
+    E.run(model, q, v, tau, data=d)
+    emb = E.embedding_of(model, d)
+    s = 0
+    X, zeta = emb.constraint_map(s)
+    cols = list(emb.parts[s].coordinates)
+    _, order = emb.selection(s)
+    ind = [cols[c] for c in order[emb.agg[s, E.A_R] :]]
+    h = 1e-6
+    for c, iv in enumerate(ind):
+        steps = []
+        for sign in (1.0, -1.0):
+            dq = np.zeros(model.nv)
+            dq[iv] = sign * h
+            steps.append(E.close_positions(model, ld.integrate(model, q, dq), data=d))
+        fd = (steps[0] - steps[1])[cols] / (2 * h)  # revolute/prismatic θ_𝒮 here
+        np.testing.assert_allclose(fd, X[:, c], rtol=0, atol=1e-7 * max(1, np.abs(X).max()))
+    # ζ = Ẋ θ̇_R: X at q(±h) on the trajectory through q with velocity v
+    Xs = []
+    for sign in (1.0, -1.0):
+        qs = E.close_positions(model, ld.integrate(model, q, sign * h * v), data=d)
+        E.run(model, qs, E.close_velocities(model, qs, v, data=d), tau, data=d)
+        assert np.array_equal(emb.selection(s)[1], order)  # same partition
+        Xs.append(E.embedding_of(model, d).constraint_map(s)[0])
+    fd = (Xs[0] - Xs[1]) / (2 * h) @ v[ind]
+    np.testing.assert_allclose(fd, zeta, rtol=0, atol=1e-6 * max(1, np.abs(zeta).max()))
+
+
+# --------------------------------------------------------------------------- singularities
+def _flat_four_bar(theta1):
+    """Ground 0.9, crank 0.5, coupler 1, rocker 0.6 (a change-point four-bar: 0.5 + 1 =
+    0.6 + 0.9): at θ1 = 0 all pivots are collinear and the loop Jacobian loses rank."""
+    b = ld.ModelBuilder("flat_four_bar", gravity=(0, -9.81, 0), planar=True)
+    b.add_body("crank", "ground", ld.Revolute("z"), actuated=True, **ld.examples.rod(1, 0.5))
+    b.add_body("coupler", "crank", ld.Revolute("z"), xyz=(0.5, 0, 0), **ld.examples.rod(1, 1))
+    b.add_body("rocker", "ground", ld.Revolute("z"), xyz=(0.9, 0, 0), **ld.examples.rod(1, 0.6))
+    b.add_frame("ct", "coupler", xyz=(1, 0, 0))
+    b.add_frame("rt", "rocker", xyz=(0.6, 0, 0))
+    b.add_closure("loop", "ct", "rt", "revolute")
+    model = b.build()
+    model.q0 = ld.assemble(model, [theta1, -0.4, 0.6])
+    return model
+
+
+def test_singular_loop_raises_naming_the_aggregated_body():
+    model = _flat_four_bar(0.5)
+    q = np.zeros(3)  # collinear: rank 1 instead of 2
+    assert np.abs(ld.closure_residual(model, q)).max() < 1e-12
+    with pytest.raises(ld.SingularityError, match=r"𝒮0 \(\{crank, coupler, rocker\}\)"):
+        E.run(model, q, np.zeros(3), np.zeros(3), data=model.create_data())
+
+
+def test_poor_partition_is_reselected():
+    """At the rocker's dead centre (crank and coupler aligned) a partition with the
+    rocker independent has a singular Y1; the kernel makes the rocker dependent."""
+    model = ld.examples.four_bar()
+    d = model.create_data()
+    E.run(model, model.q0, np.zeros(3), np.zeros(3), data=d)
+    emb = E.embedding_of(model, d)
+    emb.set_selection(0, [0, 1], [0, 1, 2])  # dependent crank, coupler; rocker independent
+    B = ld.examples.planar.circle_intersection((0, 0), 1.3, (1.0, 0), 0.6)
+    th = np.arctan2(B[1], B[0])
+    q = ld.assemble(model, [th, 0.0, np.arctan2(B[1], B[0] - 1.0)], fixed=[0])
+    v = ld.complete_velocity(model, q, [1.0, 0, 0])
+    tau = np.array([0.3, -0.2, 0.1])
+    qdd = E.run(model, q, v, tau, data=d)
+    assert rel_err(qdd, ld.forward_dynamics(model, q, v, tau, method="augmented").qdd) < 1e-9
+    assert 2 in emb.selection(0)[1][:2]  # the rocker is dependent now
+
+
+def test_bad_input():
+    model = ld.examples.four_bar()
+    with pytest.raises(ValueError, match="NaN"):
+        E.run(model, model.q0, np.full(3, np.nan), np.zeros(3))
+    with pytest.raises(ValueError, match="shape"):
+        E.run(model, model.q0, np.zeros(4), np.zeros(3))
+    # read-only, list and float32 inputs take the checked path and give the same result
+    q = model.q0
+    v = ld.complete_velocity(model, q, [1.0, 0, 0])
+    ref = E.run(model, np.array(q), v, np.ones(3))
+    np.testing.assert_array_equal(E.run(model, q, list(v), np.ones(3, np.float32)), ref)
+    np.testing.assert_array_equal(E.run(model, q, v, None), E.run(model, q, v, np.zeros(3)))
+
+
+def test_close_positions_and_velocities_keep_the_independent_coordinates():
+    model = ld.examples.four_bar_chain(4)
+    d = model.create_data()
+    rng = np.random.default_rng(1)
+    q = np.array(model.q0)
+    q[model.actuated] += rng.uniform(-0.2, 0.2, 4)
+    guess = q + rng.uniform(-0.05, 0.05, model.nq) * (np.isin(np.arange(12), model.actuated) == 0)
+    qc = E.close_positions(model, guess, data=d)
+    assert np.abs(ld.closure_residual(model, qc)).max() < 1e-12
+    np.testing.assert_array_equal(qc[model.actuated], q[model.actuated])
+    v = E.close_velocities(model, qc, rng.normal(size=12), data=d)
+    assert np.abs(ld.constraint_jacobian(model, qc) @ v).max() < 1e-12
