@@ -68,6 +68,7 @@ from loopdyn.kernels.spatial import (
     inertia_to_parent_add,
     mat6_vec_at,
     motion_to_child_at,
+    rigid_inertia_to_parent_add,
 )
 from loopdyn.kinematics.closures import bias_acceleration_kernel, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
@@ -77,6 +78,22 @@ from loopdyn.tree.aba import invert_spd_inplace
 # rows of Data.vec6 and slots of Data.mat6
 _V, _A, _C, _PA, _U6 = 0, 1, 2, 3, 4
 _IA, _U, _DINV, _TM = 0, 1, 2, 3
+
+# compiled functions of this module: cached, and without numba's reference counting
+# (``kernels.layout.entry_kernel``): they allocate nothing, and the views of the
+# aggregated bodies' blocks they take would otherwise cost two atomic updates each
+kernel = entry_kernel
+
+
+def inline_kernel(fn):
+    """A compiled helper inlined into its caller (numba IR inlining): the kernels pass
+    named tuples of ~10 arrays, whose copy at each non-inlined call costs more than the
+    small per-aggregated-body work."""
+    try:
+        return njit(cache=True, _nrt=False, inline="always")(fn)
+    except (TypeError, KeyError, ValueError):  # pragma: no cover - numba without the option
+        return njit(cache=True, inline="always")(fn)
+
 
 # kernel status
 OK, SINGULAR_X, SINGULAR_D, SINGULAR_JOINT, ROWS_CHANGED, NONFINITE, BAD_INPUT = (
@@ -93,6 +110,8 @@ REDUNDANT_TOL = 1e-8
 (A_HEAD, A_PARENT, A_NMEM, A_MEM, A_NS, A_K, A_R, A_MS, A_ROW, A_COL, A_SEL, A_PIV,
  A_JS, A_GS, A_LU, A_X, A_ZETA, A_D, A_U, A_W, A_H, A_UB, A_TMP) = range(23)  # fmt: skip
 NAGG = 23
+# member flags (``memslot[:, 1]``)
+HAS_INNER, RIGID = 1, 2
 # aggregated-body row kinds (``agg_rows[:, 0]``)
 ROW_CLOSURE, ROW_COUPLING = 0, 1
 # header of the plan buffer ``ei``: sizes, then offsets of its arrays, of ``wi``'s and ``wf``'s
@@ -110,7 +129,9 @@ TreeData = namedtuple(
 )
 # the aggregated tree: ``agg`` table; ``members`` (sorted bodies of each 𝒮); per body
 # ``agg_of`` (its 𝒮 or -1), ``colstart`` (its first column in θ_𝒮), ``memslot`` (its
-# place among 𝒮's members); ``agg_rows`` (kind, model row or coupling) of each 𝒮 row;
+# place among 𝒮's members, and flags ``HAS_INNER``: it has children in 𝒮, ``RIGID``: no
+# body of its sub-tree in 𝒮 has children outside 𝒮, so its composite is a rigid inertia);
+# ``agg_rows`` (kind, model row or coupling) of each 𝒮 row;
 # ``cols`` (v index of each θ_𝒮 column); ``cp_int`` couplings (body a, body b, q index
 # a, q index b); ``cp_f`` (ratio, offset)
 Plan = namedtuple(
@@ -132,7 +153,7 @@ def plan_views(ei, wi, wf):
         block(ei, ei[H_MEMBERS], ei[H_NMEM]),
         block(ei, ei[H_AGG_OF], nb),
         block(ei, ei[H_COLSTART], nb),
-        block(ei, ei[H_MEMSLOT], nb),
+        block(ei, ei[H_MEMSLOT], (nb, 2)),
         block(ei, ei[H_AGG_ROWS], (ei[H_NROWS], 2)),
         block(ei, ei[H_COLS], ei[H_NCOLS]),
         block(ei, ei[H_CP_INT], (nk, 4)),
@@ -151,7 +172,7 @@ def plan_views(ei, wi, wf):
 
 
 # --------------------------------------------------------------------------- loop Jacobian
-@njit(cache=True)
+@inline_kernel
 def loop_jacobian(s, m, d, e, w, q, rhs_kind, JS, gS):
     """J_𝒮 (m_𝒮 × n_𝒮) of aggregated body s into ``JS`` and a right-hand side into ``gS``.
 
@@ -222,7 +243,7 @@ def loop_jacobian(s, m, d, e, w, q, rhs_kind, JS, gS):
 
 
 # --------------------------------------------------------------------------- partition
-@njit(cache=True)
+@inline_kernel
 def factor_y1(s, e, w, JS, LU, piv):
     """LU (partial pivoting) of Y1 = J_𝒮[rows, dependent]; returns min|u_ii| / max|J_𝒮[rows]|."""
     r = e.agg[s, A_R]
@@ -248,7 +269,7 @@ def factor_y1(s, e, w, JS, LU, piv):
     return small / big
 
 
-@njit(cache=True)
+@kernel
 def reselect_columns(s, e, w, JS, T):
     """Choose 𝒮's dependent columns again by complete pivoting on J_𝒮[rows, :].
 
@@ -294,7 +315,7 @@ def reselect_columns(s, e, w, JS, T):
             order[b + 1] = x
 
 
-@njit(cache=True)
+@inline_kernel
 def constraint_map(s, e, w, JS, gS, LU, piv, X, zeta, y):
     """X_𝒮 (n_𝒮 × k, eq. 60) and ζ_𝒮 = Ẋ_𝒮 θ̇_R (n_𝒮, eq. 61) from Y1's LU; ``y`` scratch (r).
 
@@ -350,7 +371,7 @@ def constraint_map(s, e, w, JS, gS, LU, piv, X, zeta, y):
 
 
 # --------------------------------------------------------------------------- gather / scatter
-@njit(cache=True)
+@inline_kernel
 def gather_aggregate(s, m, d, e, w, q, tau, info):
     """Tips-to-base step of aggregated body s (eqs. 50, 54–55): D⁻¹, u, W into ``w.flt``;
     its articulated inertia and bias force added to its parent p.  Returns a status."""
@@ -386,14 +407,27 @@ def gather_aggregate(s, m, d, e, w, q, tau, info):
     if not constraint_map(s, e, w, JS, gS, LU, piv, X, zeta, block(w.flt, a[A_TMP], r)):
         info[1] = s
         return ROWS_CHANGED
-    # members, base to tips: H_j = jXλ H_λ + S_j X_𝒮[j] ;  ā_j = jXλ ā_λ + S_j ζ_j + c_j
+    # u = X_𝒮ᵀ τ_𝒮 (eq. 36) ; D = 0 ; W = 0
+    co = a[A_COL]
+    for c in range(k):
+        acc = 0.0
+        for l in range(ns):
+            acc += X[l, c] * tau[e.cols[co + l]]
+        u[c] = acc
+        for c2 in range(k):
+            D[c, c2] = 0.0
+        for rr in range(6):
+            W[rr, c] = 0.0
+    # members, base to tips: H_j = jXλ H_λ + S_j X_𝒮[j], ā_j = jXλ ā_λ + S_j ζ_j + c_j
+    # (eq. 35), then with P_j = I^A_j (complete: its children outside 𝒮 are done)
+    # UB_j = P_j H_j, D += H_jᵀ P_j H_j, Yb_j = P_j ā_j + z_j, u -= H_jᵀ Yb_j, Qb_j = P_j
     for mi in range(nmem):
         j = e.members[mo + mi]
         lam = topo[j, 0]
         inside = lam >= 0 and e.agg_of[lam] == s
         cs = e.colstart[j]
         nvj = topo[j, 5]
-        ls = e.memslot[lam] if inside else 0
+        ls = e.memslot[lam, 0] if inside else 0
         for c in range(k):
             if inside:
                 h = motion_to_child_at(
@@ -423,58 +457,49 @@ def gather_aggregate(s, m, d, e, w, q, tau, info):
             z = zeta[cs + kk]
             for rr in range(6):
                 w.abar[j, rr] += S[j, rr, kk] * z
-        for rr in range(6):
-            w.Yb[j, rr] = 0.0
-            for cc in range(6):
-                w.Qb[j, rr, cc] = 0.0
-            for c in range(k):
-                UB[mi, rr, c] = 0.0
-    # u = X_𝒮ᵀ τ_𝒮 (eq. 36) ; D = 0 ; W = 0
-    co = a[A_COL]
-    for c in range(k):
-        acc = 0.0
-        for l in range(ns):
-            acc += X[l, c] * tau[e.cols[co + l]]
-        u[c] = acc
-        for c2 in range(k):
-            D[c, c2] = 0.0
-        for rr in range(6):
-            W[rr, c] = 0.0
-    # members, tips to base: D += Hᵀ P H ; u -= Hᵀ (P ā + z) ; move P, P H, P ā + z inward
-    for mi in range(nmem - 1, -1, -1):
-        j = e.members[mo + mi]
-        lam = topo[j, 0]
-        inside = lam >= 0 and e.agg_of[lam] == s
-        ls = e.memslot[lam] if inside else 0
         for c in range(k):
             for rr in range(6):
                 t = 0.0
                 for cc in range(6):
                     t += mat6[j, _IA, rr, cc] * H[mi, cc, c]
-                UB[mi, rr, c] += t
+                UB[mi, rr, c] = t
                 for c2 in range(k):
                     D[c2, c] += H[mi, rr, c2] * t
+        inner = (e.memslot[j, 1] & HAS_INNER) != 0
         for rr in range(6):
             t = vec6[j, _PA, rr]
             for cc in range(6):
                 t += mat6[j, _IA, rr, cc] * w.abar[j, cc]
-            w.Yb[j, rr] += t
+                if inner:
+                    w.Qb[j, rr, cc] = mat6[j, _IA, rr, cc]
+            w.Yb[j, rr] = t
             for c in range(k):
                 u[c] -= H[mi, rr, c] * t
-            for cc in range(6):
-                w.Qb[j, rr, cc] += mat6[j, _IA, rr, cc]
+    # members, tips to base: the composites Qb, Yb, UB moved inward through 𝒮's tree and,
+    # from the base bodies, to p (𝒜ᵀ P 𝒜, 𝒜ᵀ (P ā + z) and W = 𝒜ᵀ P H)
+    for mi in range(nmem - 1, -1, -1):
+        j = e.members[mo + mi]
+        lam = topo[j, 0]
+        inside = lam >= 0 and e.agg_of[lam] == s
+        ls = e.memslot[lam, 0] if inside else 0
+        flags = e.memslot[j, 1]
+        # the composite: Qb_j, or P_j itself for a member without children in 𝒮
+        Q = w.Qb[j] if (flags & HAS_INNER) != 0 else mat6[j, _IA]
         # to the parent member (composite in 𝒮's tree) or, from a base body, to p
         f = force_to_parent_at(
             Xrel, j, w.Yb[j, 0], w.Yb[j, 1], w.Yb[j, 2], w.Yb[j, 3], w.Yb[j, 4], w.Yb[j, 5]
         )
-        if inside:
+        if inside or p >= 0:
+            out = w.Qb[lam] if inside else mat6[p, _IA]
             for rr in range(6):
-                w.Yb[lam, rr] += f[rr]
-            inertia_to_parent_add(Xrel[j, :3], Xrel[j, 3], w.Qb[j], w.Qb[lam], mat6[j, _TM])
-        elif p >= 0:
-            for rr in range(6):
-                vec6[p, _PA, rr] += f[rr]
-            inertia_to_parent_add(Xrel[j, :3], Xrel[j, 3], w.Qb[j], mat6[p, _IA], mat6[j, _TM])
+                if inside:
+                    w.Yb[lam, rr] += f[rr]
+                else:
+                    vec6[p, _PA, rr] += f[rr]
+            if (flags & RIGID) != 0:
+                rigid_inertia_to_parent_add(Xrel[j, :3], Xrel[j, 3], Q, out)
+            else:
+                inertia_to_parent_add(Xrel[j, :3], Xrel[j, 3], Q, out, mat6[j, _TM])
         for c in range(k):
             g = force_to_parent_at(
                 Xrel, j, UB[mi, 0, c], UB[mi, 1, c], UB[mi, 2, c],
@@ -514,7 +539,7 @@ def gather_aggregate(s, m, d, e, w, q, tau, info):
     return OK
 
 
-@njit(cache=True)
+@inline_kernel
 def scatter_aggregate(s, m, d, e, w, qdd):
     """Base-to-tips step of aggregated body s (eqs. 56–57): θ̈_R = D⁻¹ (u − Wᵀ a_p),
     θ̈_𝒮 = X_𝒮 θ̈_R + ζ_𝒮 into ``qdd``, member accelerations a_j."""
@@ -569,7 +594,7 @@ def scatter_aggregate(s, m, d, e, w, qdd):
             vec6[j, _A, rr] = acc
 
 
-@njit(cache=True)
+@inline_kernel
 def gather_joint(i, m, d, w, tau):
     """Ordinary tips-to-base step of body i (RBDA eqs. 7.34–7.35); False if D is singular.
 
@@ -637,7 +662,7 @@ def gather_joint(i, m, d, w, tau):
     return True
 
 
-@njit(cache=True)
+@inline_kernel
 def scatter_joint(i, m, d, qdd):
     """Ordinary base-to-tips step: a' = iXλ a_λ + c, q̈ = D⁻¹ (u − Uᵀ a'), a = a' + S q̈."""
     topo = m.topo
@@ -675,7 +700,7 @@ def scatter_joint(i, m, d, qdd):
 
 
 # --------------------------------------------------------------------------- the kernel
-@njit(cache=True)
+@kernel
 def embedding_kernel(m, d, e, w, q, v, tau, qdd, info):
     """q̈ (nv, every tree coordinate) of a closed-loop model by constraint embedding.
 
@@ -749,7 +774,7 @@ def embedding_entry(ictx, fctx, ei, wi, wf, q, v, tau, qdd, info):
     return embedding_kernel(m, d, e, w, q, v, tau, qdd, info)
 
 
-@njit(cache=True)
+@kernel
 def projection_kernel(m, d, e, w, q, v, mode, dx, info):
     """Newton / projection step of every aggregated body's dependent coordinates.
 
@@ -990,16 +1015,25 @@ class Embedding:
         agg = np.zeros((na, NAGG), dtype=np.int64)
         members, agg_rows, cols, sel = [], [], [], []
         colstart = np.zeros(nb, dtype=np.int64)
-        memslot = np.zeros(nb, dtype=np.int64)
+        memslot = np.zeros((nb, 2), dtype=np.int64)
         npiv = nflt = 0
+        children = {}
+        for c, p in enumerate(model.parent):
+            children.setdefault(p, []).append(c)
         for s, ((bodies, parent, _), part) in enumerate(zip(groups, self.parts, strict=True)):
             B, ns, r = len(bodies), len(part.coordinates), part.rank
             k, ms = ns - r, len(part.rows)
             local = 0
             for slot, b in enumerate(bodies):
                 colstart[b] = local
-                memslot[b] = slot
+                memslot[b, 0] = slot
                 local += int(model.topo[b, 5])
+            inside = set(bodies)
+            for b in reversed(bodies):  # children after parents: a reverse sweep sees them first
+                kids = children.get(b, ())
+                inner = [c for c in kids if c in inside]
+                rigid = len(inner) == len(kids) and all(memslot[c, 1] & RIGID for c in inner)
+                memslot[b, 1] = (HAS_INNER if inner else 0) | (RIGID if rigid else 0)
             sizes = {
                 A_JS: ms * ns, A_GS: ms, A_LU: r * r, A_X: ns * k, A_ZETA: ns, A_D: k * k,
                 A_U: k, A_W: 6 * k, A_H: B * 6 * k, A_UB: B * 6 * k,
@@ -1027,7 +1061,7 @@ class Embedding:
         cp_f = np.array([(ratio, off) for _, _, _, ratio, off in cps]).reshape(nk, 2)
         ints = [
             ("agg", (na, NAGG)), ("members", (len(members),)), ("agg_of", (nb,)),
-            ("colstart", (nb,)), ("memslot", (nb,)), ("agg_rows", (len(agg_rows), 2)),
+            ("colstart", (nb,)), ("memslot", (nb, 2)), ("agg_rows", (len(agg_rows), 2)),
             ("cols", (len(cols),)), ("cp_int", (nk, 4)),
         ]  # fmt: skip
         ai, oi = _pack(ints, np.int64, lead=NHEAD)
