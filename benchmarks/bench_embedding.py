@@ -14,9 +14,9 @@ alternation (A B C A B C …, ``repeat`` rounds), per call, median and min–max
   the compiled entry); ``entry``: the compiled entry alone (``Embedding.call``), to
   separate the Python cost;
 - ``aba``: ``ld.aba`` on the same spanning tree with the loops ignored (the O(n) floor);
-- for four-bar chains up to ``--dense-max``: ``augmented`` and ``recursive_lambda``
-  (``ld.forward_dynamics``) and, if Pinocchio is installed, ``pin.constraintDynamics``
-  (``StdVec`` containers, ProximalSettings(1e-12, 1e-8, 20)).
+- for four-bar chains up to ``--dense-max``: every method of ``ld.forward_dynamics``
+  (augmented, slm, sslm, recursive_lambda) and, if Pinocchio is installed,
+  ``pin.constraintDynamics`` (``StdVec`` containers, ProximalSettings(1e-12, 1e-8, 20)).
 
 ``--cpu-time`` times with the process CPU clock instead of the wall clock (on a shared
 machine the wall clock also counts the time other processes hold the cores).
@@ -128,7 +128,7 @@ def measure(model, repeat, min_time, dense):
         "aba": lambda: ld.aba(model, q, v, tau, data=d),
     }
     if dense and not getattr(model, "couplings", ()):
-        for m in ("augmented", "recursive_lambda"):
+        for m in (m for m in ld.methods.dynamics.METHODS if m != "embedding"):
             res = ld.forward_dynamics(model, q, v, tau, method=m).qdd
             assert np.abs(res - exact).max() / scale < 1e-9, m
             fns[m] = lambda m=m: ld.forward_dynamics(model, q, v, tau, method=m)
@@ -155,13 +155,13 @@ def family(label, make, Ns, repeat, min_time, dense_max):
             names = list(row)
             print(
                 f"{'N':>4}{'nv':>6}"
-                + "".join(f"{n + ' µs (min-max)':>28}" for n in names)
+                + "".join(f"{n + ' µs (min-max)':>32}" for n in names)
                 + f"{'emb/aba':>9}"
             )
         cells = "".join(
-            f"{f'{row[n][0]:.2f} ({row[n][1]:.2f}-{row[n][2]:.2f})':>28}"
+            f"{f'{row[n][0]:.2f} ({row[n][1]:.2f}-{row[n][2]:.2f})':>32}"
             if n in row
-            else f"{'':>28}"
+            else f"{'':>32}"
             for n in names
         )
         extra = [n for n in row if n not in names]

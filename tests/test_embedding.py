@@ -187,6 +187,70 @@ def test_embedding_equals_augmented(name):
     assert worst < 1e-10
 
 
+def _decorated_four_bars():
+    """A four-bar whose coupler carries a pendulum, whose rocker carries a slider, and a
+    second four-bar standing on the pendulum: ordinary bodies on non-head members, and
+    an aggregated body whose parent is an ordinary body."""
+    from loopdyn.examples.planar import G_PLANAR
+    from loopdyn.examples.shapes import rod
+
+    b = ld.ModelBuilder("decorated", gravity=G_PLANAR, planar=True)
+    z = ld.Revolute("z")
+    b.add_body("crank", "ground", z, actuated=True, **rod(1.5, 0.3))
+    b.add_body("coupler", "crank", z, xyz=(0.3, 0, 0), **rod(5.0, 1.0))
+    b.add_body("pendulum", "coupler", z, xyz=(0.5, 0, 0), actuated=True, **rod(1.0, 0.7))
+    b.add_body("crank2", "pendulum", z, xyz=(0.7, 0, 0), actuated=True, **rod(0.5, 0.2))
+    b.add_body("coupler2", "crank2", z, xyz=(0.2, 0, 0), **rod(0.5, 0.5))
+    b.add_body("rocker2", "pendulum", z, xyz=(0.2, 0, 0), **rod(0.5, 0.4))
+    b.add_body("rocker", "ground", z, xyz=(1.0, 0, 0), **rod(3.0, 0.6))
+    b.add_body(
+        "slider",
+        "rocker",
+        ld.Prismatic("x"),
+        actuated=True,
+        **ld.examples.box(0.4, (0.1, 0.05, 0.05)),
+    )
+    for name, body, x in [
+        ("ct", "coupler", 1.0),
+        ("rt", "rocker", 0.6),
+        ("ct2", "coupler2", 0.5),
+        ("rt2", "rocker2", 0.4),
+    ]:
+        b.add_frame(name, body, xyz=(x, 0, 0))
+    b.add_closure("loop", "ct", "rt", "revolute")
+    b.add_closure("loop2", "ct2", "rt2", "revolute")
+    model = b.build()
+    guess = np.zeros(model.nq)
+    for j, val in [
+        ("crank", 0.5),
+        ("coupler", 0.7),
+        ("rocker", 1.9),
+        ("pendulum", -1.0),
+        ("crank2", 2.5),
+        ("coupler2", -2.4),
+        ("rocker2", 1.2),
+        ("slider", 0.1),
+    ]:
+        guess[model.q_slice(j)] = val
+    model.q0 = ld.assemble(model, guess)
+    return model
+
+
+def test_ordinary_bodies_on_members_and_nested_aggregates():
+    model = _decorated_four_bars()
+    agg = aggregation(model)
+    assert [s.body_names for s in agg.bodies] == [
+        ("crank", "coupler", "rocker"),
+        ("crank2", "coupler2", "rocker2"),
+    ]
+    assert model.body_names[agg.bodies[1].parent] == "pendulum"
+    rng = np.random.default_rng(4)
+    for _ in range(4):
+        q, v, tau = consistent_state(model, rng, spread=0.1)
+        ref = ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
+        assert rel_err(E.run(model, q, v, tau), ref) < 1e-10
+
+
 @pytest.mark.parametrize("kind", ["weld", "generic", "universal"])
 def test_spatial_joints_and_unassembled_states(kind):
     """Spherical, universal and free joints inside an aggregated body; at any (q, v) both
