@@ -263,9 +263,22 @@ def test_spatial_joints_and_unassembled_states(kind):
         assert rel_err(E.run(model, q, v, tau), dense_oracle(model, q, v, tau)) < 1e-9
 
 
-@pytest.mark.parametrize("case", ["serial_arm", "random_tree"])
+TREES = {
+    "serial_arm": ld.examples.serial_arm,
+    "random_tree": lambda: ld.examples.random_tree(25, 2),
+    "spatial_ladder_tree": lambda: ld.examples.spatial_ladder_tree(3),
+}
+
+
+def test_every_catalog_model_is_covered():
+    """A new catalog model must join one of the lists of this file."""
+    covered = set(CLOSED) | set(TREES) | {"four_bar_chain", "four_bar_cut", "closed_knee_leg"}
+    assert set(ld.examples.names()) <= covered
+
+
+@pytest.mark.parametrize("case", list(TREES))
 def test_tree_models_reduce_to_aba(case):
-    model = ld.examples.serial_arm() if case == "serial_arm" else ld.examples.random_tree(25, 2)
+    model = TREES[case]()
     assert len(aggregation(model)) == 0
     rng = np.random.default_rng(0)
     q = model.random_configuration(rng)
@@ -285,6 +298,32 @@ def test_geared_models_equal_the_dense_kkt_oracle(name):
         qdd = E.run(model, q, v, tau)
         assert rel_err(qdd, dense_oracle(model, q, v, tau)) < 1e-10
         assert np.abs(Jk @ qdd).max() < 1e-9 * max(1.0, np.abs(qdd).max())
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ld.examples.four_bar_chain(3),
+        ld.examples.closed_knee_leg,
+        lambda: ld.examples.geared_chain(3),
+        lambda: ld.examples.closed_knee_leg(geared=True),
+    ],
+)
+def test_power_balance(make):
+    """d/dt (T + V) = τ·q̇ along the motion: closure and gear forces do no work."""
+    model = make()
+    d = model.create_data()
+    rng = np.random.default_rng(9)
+    q, v, tau = coupled_state(model, rng, spread=0.1)
+    qdd = E.run(model, q, v, tau, data=d)
+    h = 1e-5
+
+    def energy(t):
+        qt = ld.integrate(model, q, v * t + 0.5 * qdd * t * t)
+        return ld.total_energy(model, qt, v + qdd * t)
+
+    dE = (energy(h) - energy(-h)) / (2 * h)
+    assert dE == pytest.approx(tau @ v, abs=1e-6 * (1 + abs(energy(0.0))))
 
 
 def test_both_four_bar_cuts_give_the_same_motion():
