@@ -22,8 +22,7 @@ _CATALOG = {
     "four_bar_chain": four_bar_chain,
     "four_bar_cut": four_bar_cut,
     "closed_knee_leg": closed_knee_leg,
-    # not geared_chain: its gears are prototype couplings that only method="embedding"
-    # reads (loopdyn.topology.aggregation.Coupling) until the core has add_coupling
+    "geared_chain": geared_chain,
 }
 
 

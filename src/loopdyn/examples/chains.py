@@ -14,7 +14,6 @@ from loopdyn.analysis.assembly import assemble
 from loopdyn.examples.planar import G_PLANAR, _angle, circle_intersection
 from loopdyn.examples.shapes import box, rod
 from loopdyn.model import ModelBuilder, Revolute
-from loopdyn.topology.aggregation import Coupling
 
 # Saha & Schiehlen's four-bar (m, kg)
 _A1, _A2, _A3, _A4 = 0.3, 1.0, 0.6, 1.0
@@ -131,11 +130,6 @@ def geared_chain(N=4, ratio=6.0, link_length=0.4):
     Rotors actuated; N DOF; the aggregation has N aggregated bodies {rotor k, link k}
     (two base bodies each, X_𝒮 = [ratio; 1] constant).  ``q0``: link 0 at −60°, then
     each link 15° further, rotors at ratio × their links.
-
-    Prototype: the coupling is listed in ``model.couplings``, which only
-    ``method="embedding"`` reads (the core's ``builder.add_coupling`` will replace it);
-    the other methods would treat the rotors as free.  So this model is not in
-    ``names()``.
     """
     N = int(N)
     if N < 1:
@@ -152,11 +146,10 @@ def geared_chain(N=4, ratio=6.0, link_length=0.4):
     }
     b = ModelBuilder(f"geared_chain_{N}", gravity=G_PLANAR, planar=True)
     parent, xyz = "ground", (0.0, 0.0, 0.0)
-    couplings = []
     for k in range(N):
         b.add_body(f"rotor{k}", parent, Revolute("z"), xyz=xyz, actuated=True, **rotor)
         b.add_body(f"link{k}", parent, Revolute("z"), xyz=xyz, **rod(1.0, link_length))
-        couplings.append(Coupling(f"gear{k}", f"link{k}", f"rotor{k}", float(ratio)))
+        b.add_coupling(f"link{k}", f"rotor{k}", float(ratio), name=f"gear{k}")
         parent, xyz = f"link{k}", (link_length, 0.0, 0.0)
     model = b.build()
     q0 = np.zeros(model.nq)
@@ -166,7 +159,6 @@ def geared_chain(N=4, ratio=6.0, link_length=0.4):
         q0[model.q_slice(f"rotor{k}")] = ratio * th
     model.q0 = q0
     model.q0.setflags(write=False)
-    model.couplings = tuple(couplings)
     model.description = f"{N} geared links (Jain Sec. 5.1), gear ratio {ratio}"
     return model
 
@@ -188,8 +180,8 @@ def closed_knee_leg(knee_angle=0.9, geared=False, ratio=8.0):
     lever on the same side as the crank.
 
     ``geared=True`` adds a ``knee_rotor`` (coaxial with the crank, on the thigh) geared
-    to the crank by a prototype coupling (``model.couplings``, read only by
-    ``method="embedding"``): rotor angle = ``ratio`` × crank angle; the rotor is then
+    to the crank by a coupling ``knee_gear``: rotor angle = ``ratio`` × crank angle; the
+    rotor is then
     the actuated one, and the aggregated body {knee_rotor, knee_crank, pushrod, shank}
     embeds a loop and a gear.
     """
@@ -210,9 +202,9 @@ def closed_knee_leg(knee_angle=0.9, geared=False, ratio=8.0):
     b.add_frame("pushrod_end", "pushrod", xyz=(0, 0, -Lp))
     b.add_frame("knee_lever", "shank", xyz=(Ll, 0, 0))
     b.add_closure("knee_link", "pushrod_end", "knee_lever", "revolute", axis="y")
-    model = b.build()
     if geared:
-        model.couplings = (Coupling("knee_gear", "knee_crank", "knee_rotor", float(ratio)),)
+        b.add_coupling("knee_crank", "knee_rotor", float(ratio), name="knee_gear")
+    model = b.build()
     # the four-bar in the thigh's x–z plane: a rotation θ about y maps (x, z) to
     # (x cos θ + z sin θ, −x sin θ + z cos θ)
     c = Lc * np.array([np.cos(knee_angle), -np.sin(knee_angle)])
@@ -232,14 +224,7 @@ def closed_knee_leg(knee_angle=0.9, geared=False, ratio=8.0):
     guess[model.q_slice("shank")] = th_s
     if geared:
         guess[model.q_slice("knee_rotor")] = ratio * knee_angle
-        model.q0 = guess
-        from loopdyn.methods.embedding import close_positions
-
-        q0 = close_positions(model, guess, data=model.create_data())
-        model.q0 = q0
-        model.q0.setflags(write=False)
-        model.description = "leg with a geared four-bar knee"
-        return model
+        return _finish(model, guess, "leg with a geared four-bar knee")
     return _finish(model, guess, "leg with a four-bar (pushrod) knee")
 
 

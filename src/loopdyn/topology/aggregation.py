@@ -20,12 +20,10 @@ path-induced and has exactly one parent), so the aggregated digraph is a tree
 own joints: the relative motion of the two closure frames depends on the joints
 between them only.
 
-Joint-level constraints (a gear, a belt: ``q_b = ratio · q_a + offset``, Sec. 5.1)
-involve the *hinges* of bodies a and b, so their sub-graph must contain both bodies:
-it is the smallest sub-tree containing a, b and their parents, minus its root.
-Until the model core carries such couplings (``ModelBuilder.add_coupling``), a model
-lists them as ``model.couplings``, a tuple of :class:`Coupling` (the prototype used
-by ``loopdyn.examples.geared_chain``); only ``method="embedding"`` reads them.
+Joint-level constraints (couplings, ``ModelBuilder.add_coupling``: a gear, a belt,
+``q_b = ratio · q_a + offset``, Sec. 5.1) involve the *hinges* of bodies a and b, so
+their sub-graph must contain both bodies: it is the smallest sub-tree containing a, b
+and their parents, minus its root.
 
 The generic functions (:func:`aggregation_subgraph`, :func:`merge_subgraphs`,
 :func:`aggregated_tree`) work on any ``networkx.DiGraph`` tree; :func:`aggregation`
@@ -39,61 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from loopdyn.errors import ModelError
-from loopdyn.model.joints import PRISMATIC, REVOLUTE
 
 GROUND = "ground"
-
-
-@dataclass(frozen=True)
-class Coupling:
-    """A joint-level constraint ``q_b = ratio · q_a + offset`` between two 1-DOF joints.
-
-    Constraint row (Jain Sec. 5.1): Φ = q_b − ratio·q_a − offset, J = e_b − ratio·e_a,
-    γ = 0.  ``joint_a`` and ``joint_b`` are joint (or body) names of revolute or
-    prismatic joints.
-    """
-
-    name: str
-    joint_a: str
-    joint_b: str
-    ratio: float
-    offset: float = 0.0
-
-
-def couplings_of(model):
-    """The model's couplings as ``(name, body_a, body_b, ratio, offset)`` tuples, validated.
-
-    Reads the prototype attribute ``model.couplings`` (absent: none).  Raises
-    :class:`ModelError` for an unknown joint, a joint with more than one coordinate, a
-    coupling of a joint with itself or a non-finite ratio or offset.
-    """
-    out = []
-    for c in getattr(model, "couplings", ()) or ():
-        if not isinstance(c, Coupling):
-            raise ModelError(f"{model.name}: model.couplings must hold Coupling objects, got {c!r}")
-        bodies = []
-        for j in (c.joint_a, c.joint_b):
-            i = model._joint_index.get(j, model._body_index.get(j))
-            if i is None:
-                raise ModelError(
-                    f"{model.name}: coupling {c.name!r}: unknown joint {j!r}; joints are "
-                    f"{', '.join(model.joint_names)}"
-                )
-            if int(model.topo[i, 1]) not in (REVOLUTE, PRISMATIC):
-                raise ModelError(
-                    f"{model.name}: coupling {c.name!r}: joint {j!r} is {model.joint_types[i]}; "
-                    "a coupling joins two revolute or prismatic joints"
-                )
-            bodies.append(i)
-        if bodies[0] == bodies[1]:
-            raise ModelError(
-                f"{model.name}: coupling {c.name!r} couples joint {c.joint_a!r} to itself"
-            )
-        ratio, offset = float(c.ratio), float(c.offset)
-        if not (np.isfinite(ratio) and np.isfinite(offset)):
-            raise ModelError(f"{model.name}: coupling {c.name!r}: ratio and offset must be finite")
-        out.append((c.name, bodies[0], bodies[1], ratio, offset))
-    return tuple(out)
 
 
 # --------------------------------------------------------------------------- generic graphs
@@ -217,10 +162,14 @@ def system_digraph(model):
         a, b = (int(x) for x in model.cl_body[k])
         na = names[a] if a >= 0 else GROUND
         nb = names[b] if b >= 0 else GROUND
-        g.add_edge(na, nb, key=cname, kind="closure")
-    for cname, a, b, _, _ in couplings_of(model):
-        g.add_edge(names[a], names[b], key=cname, kind="coupling")
+        g.add_edge(na, nb, key=cname, kind=_kind(model, k))
     return g
+
+
+def _kind(model, k):
+    """The kind of cut-edge closure k is: "coupling" (``ModelBuilder.add_coupling``) or
+    "closure"."""
+    return "coupling" if model.closure_kinds[k] == "coupling" else "closure"
 
 
 def spanning_tree(model):
@@ -241,8 +190,9 @@ def spanning_tree(model):
 class CutEdge:
     """A closure or a coupling and its aggregation sub-graph.
 
-    ``kind`` ("closure" or "coupling"), ``index`` (into ``model.closures`` or the
-    couplings), ``nodes`` (the two body indices, -1 for the ground), ``root`` (the
+    ``kind`` ("closure" or "coupling"), ``index`` (into ``model.closures``, which lists
+    both), ``nodes`` (the two body indices, -1 for the ground; a coupling's: the bodies
+    moved by its joints a and b), ``root`` (the
     sub-tree root: a body index or -1) and ``subgraph`` (sorted body indices).
     """
 
@@ -261,10 +211,11 @@ class AggregatedBody:
     ``bodies`` (sorted indices; ``head`` = the first, which precedes every other member
     and every descendant in the model's order), ``body_names``, ``parent`` (the body p
     it hangs from, -1 for the ground), ``base_bodies`` (members whose parent is p),
-    ``closures`` / ``couplings`` (indices of the cut-edges embedded in it),
-    ``coordinates`` (θ_𝒮: indices into v of its joints' velocity coordinates, in body
-    order), ``rows`` (its constraint rows: ``("closure", model row)`` or ``("coupling",
-    k)``), and, from the partition at a configuration, ``rank`` (independent rows),
+    ``closures`` / ``couplings`` (indices into ``model.closures`` of the cut-edges
+    embedded in it), ``coordinates`` (θ_𝒮: indices into v of its joints' velocity
+    coordinates, in body order), ``rows`` (its constraint rows: indices of the model's
+    rows, couplings included), and, from the partition at a configuration, ``rank``
+    (independent rows),
     ``independent`` (θ_R) and ``dependent`` (indices into v), ``condition`` (of the
     dependent block, 2-norm).
     """
@@ -366,16 +317,14 @@ def _cut_edges(model):
     out = []
     for k, cname in enumerate(model.closures):
         a, b = (int(x) for x in model.cl_body[k])
-        root, sub = aggregation_subgraph(tree, (node(a), node(b)), GROUND)
-        out.append(
-            CutEdge(cname, "closure", k, (a, b), index[root], tuple(sorted(index[x] for x in sub)))
-        )
-    for k, (cname, a, b, _, _) in enumerate(couplings_of(model)):
-        # the hinges of a and b: the sub-tree must contain both bodies and their parents
-        nodes = (node(a), node(b), node(model.parent[a]), node(model.parent[b]))
+        kind = _kind(model, k)
+        nodes = (node(a), node(b))
+        if kind == "coupling":
+            # the hinges of a and b: the sub-tree must contain both bodies and their parents
+            nodes += (node(model.parent[a]), node(model.parent[b]))
         root, sub = aggregation_subgraph(tree, nodes, GROUND)
         out.append(
-            CutEdge(cname, "coupling", k, (a, b), index[root], tuple(sorted(index[x] for x in sub)))
+            CutEdge(cname, kind, k, (a, b), index[root], tuple(sorted(index[x] for x in sub)))
         )
     return tree, tuple(out)
 
@@ -388,8 +337,8 @@ def structure(model):
     children in the aggregated tree).
     """
     cached = getattr(model, "_embedding_structure", None)
-    if cached is not None and cached[0] is getattr(model, "couplings", None):
-        return cached[1]
+    if cached is not None:
+        return cached
     _, cuts = _cut_edges(model)
     merged = merge_subgraphs([c.subgraph for c in cuts])
     groups = []
@@ -403,7 +352,7 @@ def structure(model):
         groups.append((bodies, int(parents.pop()), ix))
     aggregate_of.setflags(write=False)
     result = (cuts, tuple(groups), aggregate_of)
-    model._embedding_structure = (getattr(model, "couplings", None), result)
+    model._embedding_structure = result
     return result
 
 
@@ -469,12 +418,10 @@ def aggregation(model, q=None):
 __all__ = [
     "AggregatedBody",
     "Aggregation",
-    "Coupling",
     "CutEdge",
     "aggregated_tree",
     "aggregation",
     "aggregation_subgraph",
-    "couplings_of",
     "merge_subgraphs",
     "spanning_tree",
     "structure",
