@@ -2,22 +2,24 @@
 
 Paper: ``jain-constraint-embedding-aggregation.txt`` (its equations were lost in
 extraction; ``docs/embedding.md`` derives each step).  Each aggregated body 𝒮
-(``loopdyn.topology.aggregation``: the bodies of a loop, or of several loops sharing
-bodies, with parent p) carries the n_𝒮 coordinates θ_𝒮 of its joints, of which
-k are independent (θ_R) and r = n_𝒮 − k dependent.  Frames: every spatial quantity
-below is in its body's frame (``Data`` convention), [angular; linear].
+(``loopdyn.topology.aggregation``: the bodies of a loop, or of several loops and
+couplings sharing bodies, with parent p) carries the n_𝒮 coordinates θ_𝒮 of its
+joints, of which k are independent (θ_R) and r = n_𝒮 − k dependent, r being the
+number of 𝒮's rows among the model's independent closure rows (``d.rows``; the rows
+of one aggregated body involve θ_𝒮 only, so J is block-diagonal over the aggregated
+bodies and the independent rows split into independent sets per 𝒮).  Frames: every
+spatial quantity below is in its body's frame (``Data`` convention), [angular; linear].
 
-Per aggregated body (``gather_aggregate``, tips to base):
+Per aggregated body, tips to base (``aggregate_inward``):
 
-- loop Jacobian J_𝒮 (m_𝒮 × n_𝒮): the rows of 𝒮's closures and couplings restricted to
-  θ_𝒮 (the other columns are zero: the relative motion of two closure frames depends
-  on the joints between them only), and γ_𝒮 = −J̇_𝒮 θ̇_𝒮 (eq. 58);
-- partition (eqs. 58–60): r independent rows, dependent columns with a square,
-  well-conditioned block Y1 = J_𝒮[rows, dep] (LU with partial pivoting), the rest
-  Y2 = J_𝒮[rows, ind]; θ̇_𝒮 = X_𝒮 θ̇_R with X_𝒮 = [1; −Y1⁻¹ Y2] (eq. 25, 60).  When the
-  monitored ratio min|u_ii| / max|J_𝒮| of the LU pivots falls below ``RESELECT``, the
-  dependent columns are chosen again by complete pivoting on J_𝒮[rows, :];
-- θ̈_𝒮 = X_𝒮 θ̈_R + ζ_𝒮 with ζ_𝒮 = Ẋ_𝒮 θ̇_R (eq. 34): ζ is zero on θ_R and Y1⁻¹ γ on the
+- loop Jacobian J_𝒮 (r × n_𝒮): 𝒮's independent rows restricted to θ_𝒮, and γ_𝒮 (eq. 58);
+- partition (eqs. 58–60): dependent columns with a square, well-conditioned block
+  Y1 = J_𝒮[:, dep] (LU with partial pivoting), Y2 = J_𝒮[:, ind];
+  θ̇_𝒮 = X_𝒮 θ̇_R, X_𝒮 = [1; −Y1⁻¹ Y2] (eqs. 25, 60).  The dependent columns are chosen
+  at the first call by complete pivoting on J_𝒮 with the actuated columns weighted
+  down (so that they stay independent), and chosen again by plain complete pivoting
+  whenever the monitored ratio min|u_ii| / max|J_𝒮| of Y1's LU falls below ``RESELECT``;
+- θ̈_𝒮 = X_𝒮 θ̈_R + ζ_𝒮, ζ_𝒮 = Ẋ_𝒮 θ̇_R (eq. 34): zero on θ_R and Y1⁻¹ γ_𝒮 on the
   dependent coordinates, because J_𝒮 Ẋ_𝒮 θ̇_R = −J̇_𝒮 X_𝒮 θ̇_R = γ_𝒮 (eq. 61);
 - member velocities V_j = 𝒜_j V_p + H_j θ̇_R: H_j = jXλ H_λ + S_j X_𝒮[j] is the
   aggregated body's joint map H^R_𝒮 (eq. 29) restricted to member j, and
@@ -26,43 +28,27 @@ Per aggregated body (``gather_aggregate``, tips to base):
   bias force) gathered by the ordinary steps; then (eqs. 50, 54)
   D = Σ H_jᵀ P_j H_j (k × k), u = X_𝒮ᵀ τ_𝒮 − Σ H_jᵀ (P_j ā_j + z_j) (eq. 36),
   W = Σ 𝒜_jᵀ P_j H_j (6 × k, in p's frame), and for the parent (eq. 55)
-  I^A_p += Σ 𝒜_jᵀ P_j 𝒜_j − W D⁻¹ Wᵀ,  p^A_p += Σ 𝒜_jᵀ (P_j ā_j + z_j) + W D⁻¹ u,
-  the sums over members moved to p member by member (𝒜_j = jX_p through 𝒮's tree).
+  I^A_p += Σ 𝒜_jᵀ P_j 𝒜_j − W D⁻¹ Wᵀ,  p^A_p += Σ 𝒜_jᵀ (P_j ā_j + z_j) + W D⁻¹ u.
 
-Base to tips (``scatter_aggregate``, eqs. 56–57): θ̈_R = D⁻¹ (u − Wᵀ a_p),
-θ̈_𝒮 = X_𝒮 θ̈_R + ζ_𝒮 for every tree coordinate of 𝒮, and a_j = jXλ a_λ + S_j θ̈_j + c_j.
-Ordinary bodies take the standard steps (RBDA Table 7.1), so the cost is that of
-ABA plus, per aggregated body, O(m_𝒮 n_𝒮 + r³ + B_𝒮 k) for its B_𝒮 members: linear in
-the number of bounded-size loops.
-
-Kernel status (``embedding_kernel``'s return value): 0 ok; ``SINGULAR_X`` (Y1 is
-singular even after column re-selection: info = [ratio, aggregated body]);
-``SINGULAR_D`` (D of an aggregated body not positive definite: info[1] = it);
-``SINGULAR_JOINT`` (an ordinary joint's Sᵀ I^A S: info[1] = the body);
-``ROWS_CHANGED`` (a row left out of the partition is no longer redundant: info[1]);
-``NONFINITE`` / ``BAD_INPUT`` (the inputs).  The runner ``run`` re-partitions,
-re-plans or raises :class:`loopdyn.SingularityError` naming the aggregated body.
+Base to tips (``aggregate_outward``, eqs. 56–57): θ̈_R = D⁻¹ (u − Wᵀ a_p),
+θ̈_𝒮 = X_𝒮 θ̈_R + ζ_𝒮 for every tree coordinate of 𝒮, a_j = jXλ a_λ + S_j θ̈_j + c_j.
+Then (``aggregate_multipliers``) the member joint forces F_j = P_j a_j + z_j +
+Σ_{c in 𝒮} cXjᵀ F_c give τ_𝒮 + J_𝒮ᵀ λ_𝒮 = S_𝒮ᵀ F_𝒮, hence λ_𝒮 = Y1⁻ᵀ (S_𝒮ᵀ F_𝒮 − τ_𝒮)[dep],
+and the acceptance check J_𝒮 θ̈_𝒮 = γ_𝒮 on 𝒮's rows.  Ordinary bodies take the
+standard articulated-body steps (RBDA Table 7.1), so the cost is that of ABA plus, per
+aggregated body, O(r n_𝒮 + r³ + B_𝒮 k (36 + k) + k³) for its B_𝒮 members: linear in the
+number of bounded-size loops.  No dense m × nv Jacobian is formed, except when the
+model has redundant rows: the runner then needs it for its minimum-norm multipliers
+and its check of the dropped rows.
 """
 
-from collections import namedtuple
+from functools import partial
 
 import numpy as np
-from numba import njit, types
+from numba import types
 
-from loopdyn.errors import SingularityError
-from loopdyn.kernels.layout import (
-    F1,
-    I1,
-    Arena,
-    Entry,
-    block,
-    closure_views,
-    context_buffers,
-    entry_kernel,
-    model_views,
-    tree_views,
-)
 from loopdyn.kernels.linalg import lu_inplace, lu_solve
+from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, block, block_int, entry, unliteral
 from loopdyn.kernels.spatial import (
     force_to_parent_at,
     inertia_to_parent_add,
@@ -70,167 +56,242 @@ from loopdyn.kernels.spatial import (
     motion_to_child_at,
     rigid_inertia_to_parent_add,
 )
-from loopdyn.kinematics.closures import bias_acceleration_kernel, closure_terms
+from loopdyn.kernels.views import handles
+from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
-from loopdyn.methods.common import input_status
+from loopdyn.methods.common import (
+    DIAG_ASCALE,
+    DIAG_QUALITY,
+    DIAG_RESIDUAL,
+    INACCURATE,
+    NONFINITE_OUTPUT,
+    RESIDUAL_TOL,
+    SINGULAR,
+    input_status,
+)
+from loopdyn.model.closures import COUPLING, TRANSLATION
 from loopdyn.tree.aba import invert_spd_inplace
 
-# rows of Data.vec6 and slots of Data.mat6
-_V, _A, _C, _PA, _U6 = 0, 1, 2, 3, 4
-_IA, _U, _DINV, _TM = 0, 1, 2, 3
+# The compiled functions of this module are compiled like entries (cached, without
+# numba's reference counting): they allocate nothing, and the views of the aggregated
+# bodies' blocks they carve with ``block`` would otherwise cost atomic updates each.
+kernel = entry
 
-# compiled functions of this module: cached, and without numba's reference counting
-# (``kernels.layout.entry_kernel``): they allocate nothing, and the views of the
-# aggregated bodies' blocks they take would otherwise cost two atomic updates each
-kernel = entry_kernel
-
-
-def inline_kernel(fn):
-    """A compiled helper inlined into its caller (numba IR inlining): the kernels pass
-    named tuples of ~10 arrays, whose copy at each non-inlined call costs more than the
-    small per-aggregated-body work."""
-    try:
-        return njit(cache=True, _nrt=False, inline="always")(fn)
-    except (TypeError, KeyError, ValueError):  # pragma: no cover - numba without the option
-        return njit(cache=True, inline="always")(fn)
-
-
-# kernel status
-OK, SINGULAR_X, SINGULAR_D, SINGULAR_JOINT, ROWS_CHANGED, NONFINITE, BAD_INPUT = (
-    0, -1, -2, -3, -4, -5, -6,
-)  # fmt: skip
-# ratio min|u_ii| / max|J_𝒮[rows]| of Y1's LU below which the dependent columns are
-# re-selected by complete pivoting, and below which Y1 counts as singular
+# ratio min|u_ii| / max|J_𝒮| of Y1's LU below which the dependent columns are chosen
+# again by complete pivoting, and below which Y1 counts as singular
 RESELECT = 1e-2
 SINGULAR_RATIO = 1e-10
-# |J_𝒮[row] X_𝒮| of a row left out of the partition, relative to |J_𝒮| |X_𝒮|
-REDUNDANT_TOL = 1e-8
+# weight of an actuated column when the dependent columns are first chosen: an actuated
+# coordinate becomes dependent only if its column is 1/ACTUATED_WEIGHT times larger
+ACTUATED_WEIGHT = 1e-3
 
-# columns of the aggregated-body table ``agg`` (int64, na × NAGG)
-(A_HEAD, A_PARENT, A_NMEM, A_MEM, A_NS, A_K, A_R, A_MS, A_ROW, A_COL, A_SEL, A_PIV,
- A_JS, A_GS, A_LU, A_X, A_ZETA, A_D, A_U, A_W, A_H, A_UB, A_TMP) = range(23)  # fmt: skip
+# ------------------------------------------------------------------ the plan
+# header of the int plan ``ip``: sizes, then the offsets of its arrays
+(H_NA, H_NB, H_WANTJ, H_AGG, H_MEM, H_AGGOF, H_COLSTART, H_SLOT, H_FLAGS, H_ROWS, H_LPOS,
+ H_COLS, H_ACT, H_ORDER, H_PIV) = range(15)  # fmt: skip
+NHEAD = 15
+# columns of the aggregated-body table (na × NAGG): head body, parent p, members (count,
+# offset), n_𝒮, k, r, offsets of its rows, columns and pivots, "columns chosen" flag,
+# then the offsets in ``fw`` of its float blocks
+(A_HEAD, A_PARENT, A_NMEM, A_MEM, A_NS, A_K, A_R, A_ROW, A_COL, A_PIV, A_CHOSEN,
+ A_JS, A_GS, A_LU, A_X, A_ZETA, A_D, A_U, A_W, A_H, A_UB, A_TMP, A_SC) = range(23)  # fmt: skip
 NAGG = 23
-# member flags (``memslot[:, 1]``)
+# member flags: children in 𝒮; rigid composite (no body of its sub-tree in 𝒮 has
+# children outside 𝒮, so the inertia moved inward is a rigid-body inertia)
 HAS_INNER, RIGID = 1, 2
-# aggregated-body row kinds (``agg_rows[:, 0]``)
-ROW_CLOSURE, ROW_COUPLING = 0, 1
-# header of the plan buffer ``ei``: sizes, then offsets of its arrays, of ``wi``'s and ``wf``'s
-(H_NA, H_NB, H_NK, H_NMEM, H_NROWS, H_NCOLS, H_AGG, H_MEMBERS, H_AGG_OF, H_COLSTART,
- H_MEMSLOT, H_AGG_ROWS, H_COLS, H_CP_INT, H_SEL, H_NSEL, H_PIV, H_NPIV, H_CP_F, H_FLT,
- H_NFLT, H_QB, H_YB, H_ABAR, H_RATIO) = range(25)  # fmt: skip
-NHEAD = 25
-
-# the arrays of the compiled functions, named as in the paper and RBDA
-TreeModel = namedtuple(
-    "TreeModel", ["topo", "jgeom", "inertia", "gravity", "cl_body", "cl_X", "row_int", "row_vec"]
-)
-TreeData = namedtuple(
-    "TreeData", ["Xrel", "Xw", "S", "vec6", "mat6", "tmp33", "cw", "rw", "Phi", "J", "gamma"]
-)
-# the aggregated tree: ``agg`` table; ``members`` (sorted bodies of each 𝒮); per body
-# ``agg_of`` (its 𝒮 or -1), ``colstart`` (its first column in θ_𝒮), ``memslot`` (its
-# place among 𝒮's members, and flags ``HAS_INNER``: it has children in 𝒮, ``RIGID``: no
-# body of its sub-tree in 𝒮 has children outside 𝒮, so its composite is a rigid inertia);
-# ``agg_rows`` (kind, model row or coupling) of each 𝒮 row;
-# ``cols`` (v index of each θ_𝒮 column); ``cp_int`` couplings (body a, body b, q index
-# a, q index b); ``cp_f`` (ratio, offset)
-Plan = namedtuple(
-    "Plan",
-    ["agg", "members", "agg_of", "colstart", "memslot", "agg_rows", "cols", "cp_int", "cp_f"],
-)
-# workspace: ``sel`` (per 𝒮: r selected rows, then θ_𝒮 columns dependent first), ``piv``
-# (Y1's LU pivots), ``flt`` (per-𝒮 blocks J_𝒮, γ_𝒮, LU(Y1), X_𝒮, ζ, D, u, W, H, UB, scratch
-# at the offsets of ``agg``), per body ``Qb`` (6×6), ``Yb``, ``abar`` (6), per 𝒮 ``ratio``
-Work = namedtuple("Work", ["sel", "piv", "flt", "Qb", "Yb", "abar", "ratio"])
 
 
-@njit(cache=True, inline="always")
-def plan_views(ei, wi, wf):
-    """(Plan, Work) views of the plan buffer ``ei`` and the workspaces ``wi``, ``wf``."""
-    na, nb, nk = ei[H_NA], ei[H_NB], ei[H_NK]
-    e = Plan(
-        block(ei, ei[H_AGG], (na, NAGG)),
-        block(ei, ei[H_MEMBERS], ei[H_NMEM]),
-        block(ei, ei[H_AGG_OF], nb),
-        block(ei, ei[H_COLSTART], nb),
-        block(ei, ei[H_MEMSLOT], (nb, 2)),
-        block(ei, ei[H_AGG_ROWS], (ei[H_NROWS], 2)),
-        block(ei, ei[H_COLS], ei[H_NCOLS]),
-        block(ei, ei[H_CP_INT], (nk, 4)),
-        block(wf, ei[H_CP_F], (nk, 2)),
-    )
-    w = Work(
-        block(wi, ei[H_SEL], ei[H_NSEL]),
-        block(wi, ei[H_PIV], ei[H_NPIV]),
-        block(wf, ei[H_FLT], ei[H_NFLT]),
-        block(wf, ei[H_QB], (nb, 6, 6)),
-        block(wf, ei[H_YB], (nb, 6)),
-        block(wf, ei[H_ABAR], (nb, 6)),
-        block(wf, ei[H_RATIO], na),
-    )
-    return e, w
+class EmbeddingPlan:
+    """The aggregated tree of a model, packed for the kernels, for one set of independent
+    closure rows (``rows``, sorted model row indices, as ``Data.rows``).
 
-
-# --------------------------------------------------------------------------- loop Jacobian
-@inline_kernel
-def loop_jacobian(s, m, d, e, w, q, rhs_kind, JS, gS):
-    """J_𝒮 (m_𝒮 × n_𝒮) of aggregated body s into ``JS`` and a right-hand side into ``gS``.
-
-    ``rhs_kind`` 0: γ_𝒮 (needs ``closure_terms`` with velocities); 1: Φ_𝒮 (positions).
-    Closure row (``loopdyn.kinematics.closures``): J v = u·(v_B − v_A(p_B)) for a
-    translation row, n·(ω_B − ω_A) for a rotation row (world vectors ``d.rw``); its
-    entries in θ_𝒮 are the point-Jacobian columns R_j S_j of the members on the paths
-    from the two closure bodies up to 𝒮's root, with signs + (body B) and − (body A).
-    Coupling row (Sec. 5.1): Φ = q_b − ratio·q_a − offset, J = e_b − ratio·e_a, γ = 0.
+    ``buf`` (float64): ``[n | ip (n int64) | fw]``.  ``ip`` holds the header
+    (``H_*``), the table ``agg`` (``A_*`` columns per aggregated body) and, per body,
+    ``agg_of`` (its aggregated body or -1), ``colstart`` (its first column in θ_𝒮),
+    ``slot`` (its place among the members) and ``flags``; per aggregated body its
+    selected rows (model indices, their positions in ``rows``), θ_𝒮 (v indices), the
+    actuated flags of θ_𝒮, the column order (dependent first; written by the kernel)
+    and Y1's LU pivots.  ``fw`` holds, per aggregated body, J_𝒮, γ_𝒮, LU(Y1), X_𝒮, ζ_𝒮,
+    D⁻¹, u, W, H, P H, scratch and its acceleration scale.  Per member, the kernels
+    keep the composite inertia Q_j in ``d.U[j]``, y_j = P_j ā_j + z_j in ``d.u[j]``,
+    ā_j in ``d.T1[j]`` and the joint force in ``d.F[j]`` (rows no ordinary step uses).
     """
-    topo = m.topo
-    Xw = d.Xw
-    S = d.S
-    ms = JS.shape[0]
-    ns = JS.shape[1]
-    roff = e.agg[s, A_ROW]
-    for lr in range(ms):
+
+    def __init__(self, model, rows):
+        from loopdyn.topology.aggregation import structure
+
+        rows = np.asarray(rows, dtype=np.int64)
+        pos = {int(r): t for t, r in enumerate(rows)}
+        cuts, groups, aggregate_of = structure(model)
+        nb, na = model.nbodies, len(groups)
+        actuated = np.zeros(model.nv, dtype=np.int64)
+        actuated[model.actuated] = 1
+        children = {}
+        for c, p in enumerate(model.parent):
+            children.setdefault(p, []).append(c)
+        agg = np.zeros((na, NAGG), dtype=np.int64)
+        colstart = np.zeros(nb, dtype=np.int64)
+        slot = np.zeros(nb, dtype=np.int64)
+        flags = np.zeros(nb, dtype=np.int64)
+        members, srows, lpos, cols, order, self.rows = [], [], [], [], [], []
+        npiv = nflt = 0
+        for s, (bodies, parent, ix) in enumerate(groups):
+            local = 0
+            for k, b in enumerate(bodies):
+                colstart[b], slot[b] = local, k
+                local += int(model.topo[b, 5])
+            inside = set(bodies)
+            for b in reversed(bodies):  # children after parents: seen first here
+                kids = children.get(b, ())
+                inner = [c for c in kids if c in inside]
+                rigid = len(inner) == len(kids) and all(flags[c] & RIGID for c in inner)
+                flags[b] = (HAS_INNER if inner else 0) | (RIGID if rigid else 0)
+            all_rows = sorted(
+                r for c in ix for r in range(*model.closure_rows[cuts[c].index].indices(model.m))
+            )
+            sel = [r for r in all_rows if r in pos]
+            self.rows.append(tuple(all_rows))
+            B, ns, r = len(bodies), local, len(sel)
+            if r > ns:  # pragma: no cover - independent rows of J_𝒮 number at most n_𝒮
+                raise ValueError(f"{model.name}: {r} independent rows on {ns} coordinates")
+            k = ns - r
+            agg[s, :A_CHOSEN] = (bodies[0], parent, B, len(members), ns, k, r, len(srows),
+                                 len(cols), npiv)  # fmt: skip
+            sizes = (r * ns, r, r * r, ns * k, ns, k * k, k, 6 * k, B * 6 * k, B * 6 * k,
+                     max(r * ns, 6 * k, ns + r, 1), 1)  # fmt: skip
+            for col, size in zip(range(A_JS, A_SC + 1), sizes, strict=True):
+                agg[s, col] = nflt
+                nflt += size
+            members.extend(bodies)
+            srows.extend(sel)
+            lpos.extend(pos[r] for r in sel)
+            vcols = [int(model.topo[b, 3]) + c for b in bodies for c in range(model.topo[b, 5])]
+            cols.extend(vcols)
+            order.extend(range(ns))
+            npiv += r
+        parts = dict(
+            agg=agg, mem=members, aggof=aggregate_of, colstart=colstart, slot=slot, flags=flags,
+            rows=srows, lpos=lpos, cols=cols, act=actuated[np.array(cols, dtype=np.int64)],
+            order=order, piv=np.zeros(npiv),
+        )  # fmt: skip
+        heads = (H_AGG, H_MEM, H_AGGOF, H_COLSTART, H_SLOT, H_FLAGS, H_ROWS, H_LPOS, H_COLS,
+                 H_ACT, H_ORDER, H_PIV)  # fmt: skip
+        offsets, o = {}, NHEAD
+        for h, arr in zip(heads, parts.values(), strict=True):
+            offsets[h] = o
+            o += np.asarray(arr).size
+        self.buf = np.zeros(1 + o + max(nflt, 1))
+        self.buf[:1].view(np.int64)[0] = o
+        ip = self.buf[1 : 1 + o].view(np.int64)
+        ip[H_NA], ip[H_NB], ip[H_WANTJ] = na, nb, int(len(rows) < model.m)
+        for h, arr in zip(heads, parts.values(), strict=True):
+            ip[h] = offsets[h]
+            a = np.asarray(arr).reshape(-1)
+            ip[offsets[h] : offsets[h] + a.size] = a
+        self.ip, self.fw = ip, self.buf[1 + o :]
+        self.agg = ip[offsets[H_AGG] : offsets[H_AGG] + na * NAGG].reshape(na, NAGG)
+        self._order = ip[offsets[H_ORDER] : offsets[H_ORDER] + len(order)]
+        self.groups = groups
+        self.columns = [tuple(cols[a[A_COL] : a[A_COL] + a[A_NS]]) for a in agg]
+        self.independent_rows = rows
+
+    def _block(self, s, col, shape):
+        o = int(self.agg[s, col])
+        return self.fw[o : o + int(np.prod(shape))].reshape(shape)
+
+    def loop_jacobian(self, s):
+        """J_𝒮 (r × n_𝒮) of aggregated body s as the kernel last computed it (a copy)."""
+        return self._block(s, A_JS, (self.agg[s, A_R], self.agg[s, A_NS])).copy()
+
+    def constraint_map(self, s):
+        """(X_𝒮 (n_𝒮 × k), ζ_𝒮 (n_𝒮)) of aggregated body s from the last call (copies)."""
+        ns, k = self.agg[s, A_NS], self.agg[s, A_K]
+        return self._block(s, A_X, (ns, k)).copy(), self._block(s, A_ZETA, (ns,)).copy()
+
+    def column_order(self, s):
+        """θ_𝒮's local columns of aggregated body s, its r dependent ones first (a copy)."""
+        a = self.agg[s]
+        return self._order[a[A_COL] : a[A_COL] + a[A_NS]].copy()
+
+    def set_column_order(self, s, order):
+        """Impose the column order (dependent first) of aggregated body s; the kernel keeps
+        it while Y1 stays well conditioned."""
+        a = self.agg[s]
+        self._order[a[A_COL] : a[A_COL] + a[A_NS]] = order
+        a[A_CHOSEN] = 1
+
+
+def plan_for(model, d, rows=None):
+    """The ``EmbeddingPlan`` of ``d``'s current independent rows (or of ``rows``), cached
+    on ``d``."""
+    rows = d.rows[: d.nrows] if rows is None else rows
+    key = ("embedding", np.asarray(rows, dtype=np.int64).tobytes())
+    p = d.plans.get(key)
+    if p is None:
+        p = d.plans[key] = EmbeddingPlan(model, np.array(rows))
+    return p
+
+
+@kernel
+def plan_views(pbuf):
+    """(ip, fw): the int plan and the float workspace in a plan's buffer."""
+    n = block_int(pbuf, 0, 1)[0]
+    return block_int(pbuf, 1, n), block(pbuf, 1 + n, pbuf.shape[0] - 1 - n)
+
+
+# ------------------------------------------------------------------ loop Jacobian, partition
+@kernel
+def loop_jacobian(m, d, ip, fw, s):
+    """J_𝒮 (r × n_𝒮) and γ_𝒮 (r) of aggregated body s from the closure kinematics in ``d``.
+
+    A closure row (``loopdyn.kinematics.closures``): J v = u·(v_B − v_A(p_B)) for a
+    translation, n·(ω_B − ω_A) for a rotation (world vectors ``d.rw``); its entries in
+    θ_𝒮 are the point-Jacobian columns R_j S_j of the members on the paths from the two
+    closure bodies up to 𝒮's root, + for body B and − for body A (above the root both
+    sides carry the same columns, which cancel).  A coupling row (Sec. 5.1):
+    J = e_b − ratio e_a.  γ_𝒮 is ``d.gamma`` on the rows (0 for a coupling).
+    """
+    topo, Xw, S, rw, cw = m.topo, d.Xw, d.S, d.rw, d.cw
+    row_int, row_vec, cl_body = m.row_int, m.row_vec, m.cl_body
+    a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
+    ns, r = a[A_NS], a[A_R]
+    JS = block(fw, a[A_JS], (r, ns))
+    gS = block(fw, a[A_GS], r)
+    rows = ip[ip[H_ROWS] + a[A_ROW] : ip[H_ROWS] + a[A_ROW] + r]
+    aggof = ip[ip[H_AGGOF] : ip[H_AGGOF] + ip[H_NB]]
+    colstart = ip[ip[H_COLSTART] : ip[H_COLSTART] + ip[H_NB]]
+    for i in range(r):
         for c in range(ns):
-            JS[lr, c] = 0.0
-    for lr in range(ms):
-        kind = e.agg_rows[roff + lr, 0]
-        idx = e.agg_rows[roff + lr, 1]
-        if kind == ROW_COUPLING:
-            ba, bb = e.cp_int[idx, 0], e.cp_int[idx, 1]
-            ratio = e.cp_f[idx, 0]
-            JS[lr, e.colstart[bb]] += 1.0
-            JS[lr, e.colstart[ba]] -= ratio
-            if rhs_kind == 0:
-                gS[lr] = 0.0
-            else:
-                gS[lr] = q[e.cp_int[idx, 3]] - ratio * q[e.cp_int[idx, 2]] - e.cp_f[idx, 1]
+            JS[i, c] = 0.0
+    for i in range(r):
+        rr = rows[i]
+        k = row_int[rr, 0]
+        gS[i] = d.gamma[rr]
+        if row_int[rr, 1] == COUPLING:
+            JS[i, colstart[cl_body[k, 1]]] += 1.0
+            JS[i, colstart[cl_body[k, 0]]] -= row_vec[rr, 0, 0]
             continue
-        rr = idx
-        k = m.row_int[rr, 0]
-        trans = m.row_int[rr, 1] == 0
-        u0, u1, u2 = d.rw[rr, 0, 0], d.rw[rr, 0, 1], d.rw[rr, 0, 2]
-        n0, n1, n2 = d.rw[rr, 2, 0], d.rw[rr, 2, 1], d.rw[rr, 2, 2]
-        P0, P1, P2 = d.cw[k, 7, 0], d.cw[k, 7, 1], d.cw[k, 7, 2]
-        gS[lr] = d.gamma[rr] if rhs_kind == 0 else d.Phi[rr]
+        trans = row_int[rr, 1] == TRANSLATION
+        u0, u1, u2 = rw[rr, 0, 0], rw[rr, 0, 1], rw[rr, 0, 2]
+        n0, n1, n2 = rw[rr, 2, 0], rw[rr, 2, 1], rw[rr, 2, 2]
+        P0, P1, P2 = cw[k, 7, 0], cw[k, 7, 1], cw[k, 7, 2]
         for side in range(2):
             sign = 1.0 if side == 1 else -1.0
-            j = m.cl_body[k, side]
-            # up the tree while inside 𝒮 (above 𝒮 both sides' columns cancel)
-            while j >= 0 and e.agg_of[j] == s:
-                R = Xw[j, :3]
-                d0 = P0 - Xw[j, 3, 0]
-                d1 = P1 - Xw[j, 3, 1]
-                d2 = P2 - Xw[j, 3, 2]
-                c0 = e.colstart[j]
+            j = cl_body[k, side]
+            while j >= 0 and aggof[j] == s:
+                d0, d1, d2 = P0 - Xw[j, 3, 0], P1 - Xw[j, 3, 1], P2 - Xw[j, 3, 2]
+                c0 = colstart[j]
                 for kk in range(topo[j, 5]):
-                    w0 = R[0, 0] * S[j, 0, kk] + R[0, 1] * S[j, 1, kk] + R[0, 2] * S[j, 2, kk]
-                    w1 = R[1, 0] * S[j, 0, kk] + R[1, 1] * S[j, 1, kk] + R[1, 2] * S[j, 2, kk]
-                    w2 = R[2, 0] * S[j, 0, kk] + R[2, 1] * S[j, 1, kk] + R[2, 2] * S[j, 2, kk]
+                    s0, s1, s2 = S[j, 0, kk], S[j, 1, kk], S[j, 2, kk]
+                    w0 = Xw[j, 0, 0] * s0 + Xw[j, 0, 1] * s1 + Xw[j, 0, 2] * s2
+                    w1 = Xw[j, 1, 0] * s0 + Xw[j, 1, 1] * s1 + Xw[j, 1, 2] * s2
+                    w2 = Xw[j, 2, 0] * s0 + Xw[j, 2, 1] * s1 + Xw[j, 2, 2] * s2
                     if trans:
-                        l0 = R[0, 0] * S[j, 3, kk] + R[0, 1] * S[j, 4, kk] + R[0, 2] * S[j, 5, kk]
-                        l1 = R[1, 0] * S[j, 3, kk] + R[1, 1] * S[j, 4, kk] + R[1, 2] * S[j, 5, kk]
-                        l2 = R[2, 0] * S[j, 3, kk] + R[2, 1] * S[j, 4, kk] + R[2, 2] * S[j, 5, kk]
-                        # linear velocity of the point p_B: l + ω × (p_B − o_j)
+                        s3, s4, s5 = S[j, 3, kk], S[j, 4, kk], S[j, 5, kk]
+                        l0 = Xw[j, 0, 0] * s3 + Xw[j, 0, 1] * s4 + Xw[j, 0, 2] * s5
+                        l1 = Xw[j, 1, 0] * s3 + Xw[j, 1, 1] * s4 + Xw[j, 1, 2] * s5
+                        l2 = Xw[j, 2, 0] * s3 + Xw[j, 2, 1] * s4 + Xw[j, 2, 2] * s5
+                        # velocity of the point p_B: l + ω × (p_B − o_j)
                         val = (
                             u0 * (l0 + w1 * d2 - w2 * d1)
                             + u1 * (l1 + w2 * d0 - w0 * d2)
@@ -238,28 +299,79 @@ def loop_jacobian(s, m, d, e, w, q, rhs_kind, JS, gS):
                         )
                     else:
                         val = n0 * w0 + n1 * w1 + n2 * w2
-                    JS[lr, c0 + kk] += sign * val
+                    JS[i, c0 + kk] += sign * val
                 j = topo[j, 0]
 
 
-# --------------------------------------------------------------------------- partition
-@inline_kernel
-def factor_y1(s, e, w, JS, LU, piv):
-    """LU (partial pivoting) of Y1 = J_𝒮[rows, dependent]; returns min|u_ii| / max|J_𝒮[rows]|."""
-    r = e.agg[s, A_R]
-    ns = e.agg[s, A_NS]
-    so = e.agg[s, A_SEL]
+@kernel
+def choose_columns(ip, fw, s, weighted):
+    """Choose 𝒮's dependent columns by complete pivoting on J_𝒮 (r × n_𝒮).
+
+    Gaussian elimination of a copy with the largest remaining entry as pivot (times
+    ``ACTUATED_WEIGHT`` on actuated columns if ``weighted``, so that they stay
+    independent when possible): the r pivot columns become the dependent coordinates
+    (the best-conditioned Y1 that greedy pivoting finds), the others θ_R.  Both parts
+    of the order are kept increasing.
+    """
+    a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
+    ns, r = a[A_NS], a[A_R]
+    JS = block(fw, a[A_JS], (r, ns))
+    T = block(fw, a[A_TMP], (r, ns))
+    order = ip[ip[H_ORDER] + a[A_COL] : ip[H_ORDER] + a[A_COL] + ns]
+    act = ip[ip[H_ACT] + a[A_COL] : ip[H_ACT] + a[A_COL] + ns]
+    for i in range(r):
+        for c in range(ns):
+            T[i, c] = JS[i, c]
+    for c in range(ns):
+        order[c] = c
+    for t in range(r):
+        bi, bj, big = t, t, -1.0
+        for i in range(t, r):
+            for jj in range(t, ns):
+                x = abs(T[i, order[jj]])
+                if weighted and act[order[jj]] != 0:
+                    x *= ACTUATED_WEIGHT
+                if x > big:
+                    big, bi, bj = x, i, jj
+        if bi != t:
+            for c in range(ns):
+                T[t, c], T[bi, c] = T[bi, c], T[t, c]
+        order[t], order[bj] = order[bj], order[t]
+        pc = order[t]
+        if T[t, pc] != 0.0:
+            for i in range(t + 1, r):
+                f = T[i, pc] / T[t, pc]
+                for jj in range(t, ns):
+                    T[i, order[jj]] -= f * T[t, order[jj]]
+    for lo, hi in ((0, r), (r, ns)):  # insertion sort of both parts
+        for x0 in range(lo + 1, hi):
+            x = order[x0]
+            b = x0 - 1
+            while b >= lo and order[b] > x:
+                order[b + 1] = order[b]
+                b -= 1
+            order[b + 1] = x
+    a[A_CHOSEN] = 1
+
+
+@kernel
+def factor_y1(ip, fw, s):
+    """LU (partial pivoting) of Y1 = J_𝒮[:, dependent]; returns min|u_ii| / max|J_𝒮|
+    (1 for r = 0, 0 for a zero J_𝒮)."""
+    a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
+    ns, r = a[A_NS], a[A_R]
     if r == 0:
         return 1.0
+    JS = block(fw, a[A_JS], (r, ns))
+    LU = block(fw, a[A_LU], (r, r))
+    order = ip[ip[H_ORDER] + a[A_COL] : ip[H_ORDER] + a[A_COL] + ns]
+    piv = ip[ip[H_PIV] + a[A_PIV] : ip[H_PIV] + a[A_PIV] + r]
     big = 0.0
     for i in range(r):
-        ri = w.sel[so + i]
         for c in range(ns):
-            a = abs(JS[ri, c])
-            if a > big:
-                big = a
+            big = max(big, abs(JS[i, c]))
         for c in range(r):
-            LU[i, c] = JS[ri, w.sel[so + r + c]]
+            LU[i, c] = JS[i, order[c]]
     if big == 0.0:
         return 0.0
     lu_inplace(LU, r, piv)
@@ -270,164 +382,101 @@ def factor_y1(s, e, w, JS, LU, piv):
 
 
 @kernel
-def reselect_columns(s, e, w, JS, T):
-    """Choose 𝒮's dependent columns again by complete pivoting on J_𝒮[rows, :].
-
-    Gaussian elimination of a copy (``T``, r × n_𝒮) with the largest remaining entry as
-    pivot: the r pivot columns are the dependent coordinates (the best-conditioned
-    Y1 that greedy pivoting finds), the others θ_R.  Both sets are kept in increasing
-    order in ``w.sel``.
-    """
-    r = e.agg[s, A_R]
-    ns = e.agg[s, A_NS]
-    so = e.agg[s, A_SEL]
-    order = w.sel[so + r : so + r + ns]
-    for i in range(r):
-        for c in range(ns):
-            T[i, c] = JS[w.sel[so + i], c]
-    for c in range(ns):
-        order[c] = c
-    for t in range(r):
-        bi, bj, big = t, t, -1.0
-        for i in range(t, r):
-            for jj in range(t, ns):
-                a = abs(T[i, order[jj]])
-                if a > big:
-                    big, bi, bj = a, i, jj
-        if bi != t:
-            for c in range(ns):
-                T[t, c], T[bi, c] = T[bi, c], T[t, c]
-        order[t], order[bj] = order[bj], order[t]
-        pc = order[t]
-        if big > 0.0:
-            for i in range(t + 1, r):
-                f = T[i, pc] / T[t, pc]
-                for jj in range(t, ns):
-                    T[i, order[jj]] -= f * T[t, order[jj]]
-    # insertion sort of the dependent and the independent parts
-    for lo, hi in ((0, r), (r, ns)):
-        for a in range(lo + 1, hi):
-            x = order[a]
-            b = a - 1
-            while b >= lo and order[b] > x:
-                order[b + 1] = order[b]
-                b -= 1
-            order[b + 1] = x
+def partition(m, d, ip, fw, s):
+    """J_𝒮 and the factored partition of aggregated body s (eqs. 58–60); the ratio of
+    ``factor_y1`` (the dependent columns chosen again below ``RESELECT``)."""
+    a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
+    loop_jacobian(m, d, ip, fw, s)
+    if a[A_CHOSEN] == 0:
+        choose_columns(ip, fw, s, unliteral(True))
+    ratio = factor_y1(ip, fw, s)
+    if ratio < RESELECT:
+        choose_columns(ip, fw, s, unliteral(False))
+        ratio = factor_y1(ip, fw, s)
+    return ratio
 
 
-@inline_kernel
-def constraint_map(s, e, w, JS, gS, LU, piv, X, zeta, y):
-    """X_𝒮 (n_𝒮 × k, eq. 60) and ζ_𝒮 = Ẋ_𝒮 θ̇_R (n_𝒮, eq. 61) from Y1's LU; ``y`` scratch (r).
+@kernel
+def constraint_map(ip, fw, s):
+    """X_𝒮 (n_𝒮 × k, eq. 60) and ζ_𝒮 = Ẋ_𝒮 θ̇_R (n_𝒮, eq. 61) from Y1's LU.
 
     Column c of X: 1 on the c-th independent coordinate, −Y1⁻¹ Y2[:, c] on the
-    dependent ones.  ζ: Y1⁻¹ γ on the dependent coordinates, 0 on θ_R.
-    Returns False if a row left out of the partition is violated by X (it is no
-    longer redundant: the rank of J_𝒮 changed).
+    dependent ones.  ζ: Y1⁻¹ γ_𝒮 on the dependent coordinates, 0 on θ_R.
     """
-    r = e.agg[s, A_R]
-    k = e.agg[s, A_K]
-    ns = e.agg[s, A_NS]
-    ms = e.agg[s, A_MS]
-    so = e.agg[s, A_SEL]
+    a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
+    ns, k, r = a[A_NS], a[A_K], a[A_R]
+    JS = block(fw, a[A_JS], (r, ns))
+    gS = block(fw, a[A_GS], r)
+    LU = block(fw, a[A_LU], (r, r))
+    X = block(fw, a[A_X], (ns, k))
+    zeta = block(fw, a[A_ZETA], ns)
+    y = block(fw, a[A_TMP], r)
+    order = ip[ip[H_ORDER] + a[A_COL] : ip[H_ORDER] + a[A_COL] + ns]
+    piv = ip[ip[H_PIV] + a[A_PIV] : ip[H_PIV] + a[A_PIV] + r]
     for c in range(k):
-        col = w.sel[so + r + r + c]
+        col = order[r + c]
         for i in range(r):
-            y[i] = -JS[w.sel[so + i], col]
+            y[i] = -JS[i, col]
         lu_solve(LU, r, piv, y)
         for i in range(r):
-            X[w.sel[so + r + i], c] = y[i]
+            X[order[i], c] = y[i]
         for c2 in range(k):
-            X[w.sel[so + r + r + c2], c] = 1.0 if c2 == c else 0.0
+            X[order[r + c2], c] = 1.0 if c2 == c else 0.0
     for i in range(r):
-        y[i] = gS[w.sel[so + i]]
+        y[i] = gS[i]
     lu_solve(LU, r, piv, y)
     for i in range(r):
-        zeta[w.sel[so + r + i]] = y[i]
+        zeta[order[i]] = y[i]
     for c in range(k):
-        zeta[w.sel[so + r + r + c]] = 0.0
-    if ms == r:
-        return True
-    # rows not selected must stay redundant: J_𝒮[row] X_𝒮 = 0
-    big = 0.0
-    for i in range(ms):
-        for c in range(ns):
-            big = max(big, abs(JS[i, c]))
-    for i in range(ms):
-        chosen = False
-        for t in range(r):
-            if w.sel[so + t] == i:
-                chosen = True
-        if chosen:
-            continue
-        for c in range(k):
-            acc = 0.0
-            xmax = 1.0
-            for l in range(ns):
-                acc += JS[i, l] * X[l, c]
-                xmax = max(xmax, abs(X[l, c]))
-            if abs(acc) > REDUNDANT_TOL * big * xmax * ns:
-                return False
-    return True
+        zeta[order[r + c]] = 0.0
 
 
-# --------------------------------------------------------------------------- gather / scatter
-@inline_kernel
-def gather_aggregate(s, m, d, e, w, q, tau, info):
-    """Tips-to-base step of aggregated body s (eqs. 50, 54–55): D⁻¹, u, W into ``w.flt``;
-    its articulated inertia and bias force added to its parent p.  Returns a status."""
-    topo = m.topo
-    Xrel = d.Xrel
-    S = d.S
-    vec6 = d.vec6
-    mat6 = d.mat6
-    a = e.agg[s]
-    p, nmem, mo, ns, k, r, ms = a[A_PARENT], a[A_NMEM], a[A_MEM], a[A_NS], a[A_K], a[A_R], a[A_MS]
-    JS = block(w.flt, a[A_JS], (ms, ns))
-    gS = block(w.flt, a[A_GS], ms)
-    LU = block(w.flt, a[A_LU], (r, r))
-    X = block(w.flt, a[A_X], (ns, k))
-    zeta = block(w.flt, a[A_ZETA], ns)
-    D = block(w.flt, a[A_D], (k, k))
-    u = block(w.flt, a[A_U], k)
-    W = block(w.flt, a[A_W], (6, k))
-    H = block(w.flt, a[A_H], (nmem, 6, k))
-    UB = block(w.flt, a[A_UB], (nmem, 6, k))
-    piv = w.piv[a[A_PIV] : a[A_PIV] + r]
-    # loop Jacobian, partition (re-selected when poorly conditioned), X_𝒮 and ζ_𝒮
-    loop_jacobian(s, m, d, e, w, q, 0, JS, gS)
-    ratio = factor_y1(s, e, w, JS, LU, piv)
-    if ratio < RESELECT:
-        reselect_columns(s, e, w, JS, block(w.flt, a[A_TMP], (r, ns)))
-        ratio = factor_y1(s, e, w, JS, LU, piv)
-    w.ratio[s] = ratio
+# ------------------------------------------------------------------ aggregated bodies
+@kernel
+def aggregate_inward(m, d, ip, fw, s, tau):
+    """Tips-to-base step of aggregated body s (eqs. 50, 54–55): partition, X_𝒮, ζ_𝒮,
+    D⁻¹, u and W into ``fw``; its articulated inertia and bias force added to its
+    parent p.  Returns Y1's pivot ratio (> 0) or ``SINGULAR``."""
+    topo, Xrel, S = m.topo, d.Xrel, d.S
+    IA, pA, C, Q, Yb, abar, TM = d.IA, d.pA, d.C, d.U, d.u, d.T1, d.TM
+    a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
+    p, nmem, ns, k = a[A_PARENT], a[A_NMEM], a[A_NS], a[A_K]
+    mem = ip[ip[H_MEM] + a[A_MEM] : ip[H_MEM] + a[A_MEM] + nmem]
+    cols = ip[ip[H_COLS] + a[A_COL] : ip[H_COLS] + a[A_COL] + ns]
+    aggof = ip[ip[H_AGGOF] : ip[H_AGGOF] + ip[H_NB]]
+    colstart = ip[ip[H_COLSTART] : ip[H_COLSTART] + ip[H_NB]]
+    slot = ip[ip[H_SLOT] : ip[H_SLOT] + ip[H_NB]]
+    flags = ip[ip[H_FLAGS] : ip[H_FLAGS] + ip[H_NB]]
+    ratio = partition(m, d, ip, fw, s)
     if ratio < SINGULAR_RATIO:
-        info[0] = ratio
-        info[1] = s
-        return SINGULAR_X
-    if not constraint_map(s, e, w, JS, gS, LU, piv, X, zeta, block(w.flt, a[A_TMP], r)):
-        info[1] = s
-        return ROWS_CHANGED
-    # u = X_𝒮ᵀ τ_𝒮 (eq. 36) ; D = 0 ; W = 0
-    co = a[A_COL]
+        return SINGULAR
+    constraint_map(ip, fw, s)
+    X = block(fw, a[A_X], (ns, k))
+    zeta = block(fw, a[A_ZETA], ns)
+    D = block(fw, a[A_D], (k, k))
+    u = block(fw, a[A_U], k)
+    W = block(fw, a[A_W], (6, k))
+    H = block(fw, a[A_H], (nmem, 6, k))
+    UB = block(fw, a[A_UB], (nmem, 6, k))
+    # u = X_𝒮ᵀ τ_𝒮 (eq. 36); D = 0; W = 0
     for c in range(k):
         acc = 0.0
-        for l in range(ns):
-            acc += X[l, c] * tau[e.cols[co + l]]
+        for col in range(ns):
+            acc += X[col, c] * tau[cols[col]]
         u[c] = acc
         for c2 in range(k):
             D[c, c2] = 0.0
         for rr in range(6):
             W[rr, c] = 0.0
     # members, base to tips: H_j = jXλ H_λ + S_j X_𝒮[j], ā_j = jXλ ā_λ + S_j ζ_j + c_j
-    # (eq. 35), then with P_j = I^A_j (complete: its children outside 𝒮 are done)
-    # UB_j = P_j H_j, D += H_jᵀ P_j H_j, Yb_j = P_j ā_j + z_j, u -= H_jᵀ Yb_j, Qb_j = P_j
+    # (eq. 35); with P_j = I^A_j (complete: its children outside 𝒮 are done):
+    # UB_j = P_j H_j, D += H_jᵀ P_j H_j, y_j = P_j ā_j + z_j, u -= H_jᵀ y_j, Q_j = P_j
     for mi in range(nmem):
-        j = e.members[mo + mi]
+        j = mem[mi]
         lam = topo[j, 0]
-        inside = lam >= 0 and e.agg_of[lam] == s
-        cs = e.colstart[j]
-        nvj = topo[j, 5]
-        ls = e.memslot[lam, 0] if inside else 0
+        inside = lam >= 0 and aggof[lam] == s
+        ls = slot[lam] if inside else 0
+        cs = colstart[j]
         for c in range(k):
             if inside:
                 h = motion_to_child_at(
@@ -439,85 +488,80 @@ def gather_aggregate(s, m, d, e, w, q, tau, info):
             else:
                 for rr in range(6):
                     H[mi, rr, c] = 0.0
-            for kk in range(nvj):
+            for kk in range(topo[j, 5]):
                 x = X[cs + kk, c]
                 for rr in range(6):
                     H[mi, rr, c] += S[j, rr, kk] * x
         if inside:
             ab = motion_to_child_at(
-                Xrel, j, w.abar[lam, 0], w.abar[lam, 1], w.abar[lam, 2],
-                w.abar[lam, 3], w.abar[lam, 4], w.abar[lam, 5],
+                Xrel, j, abar[lam, 0], abar[lam, 1], abar[lam, 2],
+                abar[lam, 3], abar[lam, 4], abar[lam, 5],
             )  # fmt: skip
             for rr in range(6):
-                w.abar[j, rr] = ab[rr] + vec6[j, _C, rr]
+                abar[j, rr] = ab[rr] + C[j, rr]
         else:
             for rr in range(6):
-                w.abar[j, rr] = vec6[j, _C, rr]
-        for kk in range(nvj):
+                abar[j, rr] = C[j, rr]
+        for kk in range(topo[j, 5]):
             z = zeta[cs + kk]
             for rr in range(6):
-                w.abar[j, rr] += S[j, rr, kk] * z
+                abar[j, rr] += S[j, rr, kk] * z
         for c in range(k):
             for rr in range(6):
                 t = 0.0
                 for cc in range(6):
-                    t += mat6[j, _IA, rr, cc] * H[mi, cc, c]
+                    t += IA[j, rr, cc] * H[mi, cc, c]
                 UB[mi, rr, c] = t
                 for c2 in range(k):
                     D[c2, c] += H[mi, rr, c2] * t
-        inner = (e.memslot[j, 1] & HAS_INNER) != 0
+        inner = (flags[j] & HAS_INNER) != 0
         for rr in range(6):
-            t = vec6[j, _PA, rr]
+            t = pA[j, rr]
             for cc in range(6):
-                t += mat6[j, _IA, rr, cc] * w.abar[j, cc]
+                t += IA[j, rr, cc] * abar[j, cc]
                 if inner:
-                    w.Qb[j, rr, cc] = mat6[j, _IA, rr, cc]
-            w.Yb[j, rr] = t
+                    Q[j, rr, cc] = IA[j, rr, cc]
+            Yb[j, rr] = t
             for c in range(k):
                 u[c] -= H[mi, rr, c] * t
-    # members, tips to base: the composites Qb, Yb, UB moved inward through 𝒮's tree and,
-    # from the base bodies, to p (𝒜ᵀ P 𝒜, 𝒜ᵀ (P ā + z) and W = 𝒜ᵀ P H)
+    # members, tips to base: the composites Q, y, UB moved inward through 𝒮's tree and,
+    # from the base bodies, to p (Σ 𝒜ᵀ P 𝒜, Σ 𝒜ᵀ (P ā + z) and W = Σ 𝒜ᵀ P H)
     for mi in range(nmem - 1, -1, -1):
-        j = e.members[mo + mi]
+        j = mem[mi]
         lam = topo[j, 0]
-        inside = lam >= 0 and e.agg_of[lam] == s
-        ls = e.memslot[lam, 0] if inside else 0
-        flags = e.memslot[j, 1]
-        # the composite: Qb_j, or P_j itself for a member without children in 𝒮
-        Q = w.Qb[j] if (flags & HAS_INNER) != 0 else mat6[j, _IA]
-        # to the parent member (composite in 𝒮's tree) or, from a base body, to p
-        f = force_to_parent_at(
-            Xrel, j, w.Yb[j, 0], w.Yb[j, 1], w.Yb[j, 2], w.Yb[j, 3], w.Yb[j, 4], w.Yb[j, 5]
-        )
+        inside = lam >= 0 and aggof[lam] == s
+        ls = slot[lam] if inside else 0
         if inside or p >= 0:
-            out = w.Qb[lam] if inside else mat6[p, _IA]
+            f = force_to_parent_at(Xrel, j, Yb[j, 0], Yb[j, 1], Yb[j, 2], Yb[j, 3], Yb[j, 4],
+                                   Yb[j, 5])  # fmt: skip
+            tgt = lam if inside else p
             for rr in range(6):
                 if inside:
-                    w.Yb[lam, rr] += f[rr]
+                    Yb[tgt, rr] += f[rr]
                 else:
-                    vec6[p, _PA, rr] += f[rr]
-            if (flags & RIGID) != 0:
-                rigid_inertia_to_parent_add(Xrel[j, :3], Xrel[j, 3], Q, out)
+                    pA[tgt, rr] += f[rr]
+            src = Q[j] if (flags[j] & HAS_INNER) != 0 else IA[j]
+            out = Q[tgt] if inside else IA[tgt]
+            if (flags[j] & RIGID) != 0:
+                rigid_inertia_to_parent_add(Xrel[j, :3], Xrel[j, 3], src, out)
             else:
-                inertia_to_parent_add(Xrel[j, :3], Xrel[j, 3], Q, out, mat6[j, _TM])
+                inertia_to_parent_add(Xrel[j, :3], Xrel[j, 3], src, out, TM[j])
         for c in range(k):
             g = force_to_parent_at(
                 Xrel, j, UB[mi, 0, c], UB[mi, 1, c], UB[mi, 2, c],
                 UB[mi, 3, c], UB[mi, 4, c], UB[mi, 5, c],
             )  # fmt: skip
-            if inside:
-                for rr in range(6):
+            for rr in range(6):
+                if inside:
                     UB[ls, rr, c] += g[rr]
-            else:
-                for rr in range(6):
+                else:
                     W[rr, c] += g[rr]
     # D⁻¹ (k × k, symmetric positive definite for a non-singular mass matrix)
     if k > 0 and not invert_spd_inplace(D, k):
-        info[1] = s
-        return SINGULAR_D
+        return SINGULAR
     if p >= 0 and k > 0:
         # I^A_p -= W D⁻¹ Wᵀ ;  p^A_p += W D⁻¹ u   (eq. 55)
-        WD = block(w.flt, a[A_TMP], (6, k))
+        WD = block(fw, a[A_TMP], (6, k))
         for rr in range(6):
             for c in range(k):
                 acc = 0.0
@@ -528,36 +572,35 @@ def gather_aggregate(s, m, d, e, w, q, tau, info):
             acc = 0.0
             for c in range(k):
                 acc += WD[rr, c] * u[c]
-            vec6[p, _PA, rr] += acc
+            pA[p, rr] += acc
             for cc in range(rr, 6):
                 acc = 0.0
                 for c in range(k):
                     acc += WD[rr, c] * W[cc, c]
-                mat6[p, _IA, rr, cc] -= acc
+                IA[p, rr, cc] -= acc
                 if cc != rr:
-                    mat6[p, _IA, cc, rr] -= acc
-    return OK
+                    IA[p, cc, rr] -= acc
+    return ratio
 
 
-@inline_kernel
-def scatter_aggregate(s, m, d, e, w, qdd):
+@kernel
+def aggregate_outward(m, d, ip, fw, s, qdd):
     """Base-to-tips step of aggregated body s (eqs. 56–57): θ̈_R = D⁻¹ (u − Wᵀ a_p),
-    θ̈_𝒮 = X_𝒮 θ̈_R + ζ_𝒮 into ``qdd``, member accelerations a_j."""
-    topo = m.topo
-    Xrel = d.Xrel
-    S = d.S
-    vec6 = d.vec6
-    a = e.agg[s]
-    p, nmem, mo, ns, k = a[A_PARENT], a[A_NMEM], a[A_MEM], a[A_NS], a[A_K]
-    X = block(w.flt, a[A_X], (ns, k))
-    zeta = block(w.flt, a[A_ZETA], ns)
-    D = block(w.flt, a[A_D], (k, k))
-    u = block(w.flt, a[A_U], k)
-    W = block(w.flt, a[A_W], (6, k))
-    y = block(w.flt, a[A_TMP], k)
+    θ̈_𝒮 = X_𝒮 θ̈_R + ζ_𝒮 into ``qdd``, the member accelerations a_j into ``d.A``, and
+    the size of the accelerations combined, max(|ζ_𝒮|, |X_𝒮[l, c] θ̈_R[c]|), into fw."""
+    topo, Xrel, S, A, C = m.topo, d.Xrel, d.S, d.A, d.C
+    a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
+    p, nmem, ns, k = a[A_PARENT], a[A_NMEM], a[A_NS], a[A_K]
+    mem = ip[ip[H_MEM] + a[A_MEM] : ip[H_MEM] + a[A_MEM] + nmem]
+    cols = ip[ip[H_COLS] + a[A_COL] : ip[H_COLS] + a[A_COL] + ns]
+    X = block(fw, a[A_X], (ns, k))
+    zeta = block(fw, a[A_ZETA], ns)
+    D = block(fw, a[A_D], (k, k))
+    u = block(fw, a[A_U], k)
+    W = block(fw, a[A_W], (6, k))
+    y = block(fw, a[A_TMP], 2 * k)
     if p >= 0:
-        ap0, ap1, ap2 = vec6[p, _A, 0], vec6[p, _A, 1], vec6[p, _A, 2]
-        ap3, ap4, ap5 = vec6[p, _A, 3], vec6[p, _A, 4], vec6[p, _A, 5]
+        ap0, ap1, ap2, ap3, ap4, ap5 = A[p, 0], A[p, 1], A[p, 2], A[p, 3], A[p, 4], A[p, 5]
     else:
         ap0 = ap1 = ap2 = 0.0
         ap3, ap4, ap5 = -m.gravity[0], -m.gravity[1], -m.gravity[2]
@@ -566,736 +609,381 @@ def scatter_aggregate(s, m, d, e, w, qdd):
             W[0, c] * ap0 + W[1, c] * ap1 + W[2, c] * ap2
             + W[3, c] * ap3 + W[4, c] * ap4 + W[5, c] * ap5
         )  # fmt: skip
-    co = a[A_COL]
-    for l in range(ns):
-        acc = zeta[l]
+    for c in range(k):  # θ̈_R
+        t = 0.0
+        for c2 in range(k):
+            t += D[c, c2] * y[c2]
+        y[k + c] = t
+    scale = 0.0
+    for col in range(ns):
+        acc = zeta[col]
+        scale = max(scale, abs(acc))
         for c in range(k):
-            t = 0.0
-            for c2 in range(k):
-                t += D[c, c2] * y[c2]
-            acc += X[l, c] * t
-        qdd[e.cols[co + l]] = acc
-    # a_j = jXλ a_λ + c_j + S_j θ̈_j, members in tree order
+            t = X[col, c] * y[k + c]
+            scale = max(scale, abs(t))
+            acc += t
+        qdd[cols[col]] = acc
+    fw[a[A_SC]] = scale
+    # a_j = jXλ a_λ + c_j + S_j θ̈_j, members in tree order (a_p = −g for the ground)
     for mi in range(nmem):
-        j = e.members[mo + mi]
+        j = mem[mi]
         lam = topo[j, 0]
         if lam >= 0:
-            am = motion_to_child_at(
-                Xrel, j, vec6[lam, _A, 0], vec6[lam, _A, 1], vec6[lam, _A, 2],
-                vec6[lam, _A, 3], vec6[lam, _A, 4], vec6[lam, _A, 5],
-            )  # fmt: skip
+            am = motion_to_child_at(Xrel, j, A[lam, 0], A[lam, 1], A[lam, 2], A[lam, 3],
+                                    A[lam, 4], A[lam, 5])  # fmt: skip
         else:
             am = motion_to_child_at(Xrel, j, ap0, ap1, ap2, ap3, ap4, ap5)
         iv = topo[j, 3]
         for rr in range(6):
-            acc = am[rr] + vec6[j, _C, rr]
+            acc = am[rr] + C[j, rr]
             for kk in range(topo[j, 5]):
                 acc += S[j, rr, kk] * qdd[iv + kk]
-            vec6[j, _A, rr] = acc
+            A[j, rr] = acc
 
 
-@inline_kernel
-def gather_joint(i, m, d, w, tau):
-    """Ordinary tips-to-base step of body i (RBDA eqs. 7.34–7.35); False if D is singular.
+@kernel
+def lu_solve_transpose(A, n, piv, b):
+    """b ← A⁻ᵀ b from ``lu_inplace``'s factors (P A = L U, so Aᵀ = Uᵀ Lᵀ P)."""
+    for i in range(n):  # Uᵀ w = b
+        t = b[i]
+        for k in range(i):
+            t -= A[k, i] * b[k]
+        b[i] = t / A[i, i]
+    for i in range(n - 1, -1, -1):  # Lᵀ z = w (unit diagonal)
+        t = b[i]
+        for k in range(i + 1, n):
+            t -= A[k, i] * b[k]
+        b[i] = t
+    for k in range(n - 1, -1, -1):  # Pᵀ z: the row swaps undone in reverse order
+        p = piv[k]
+        if p != k:
+            b[k], b[p] = b[p], b[k]
 
-    U = I^A S, D = Sᵀ U, u = τ − Sᵀ p^A; the parent receives
-    iXλᵀ (I^A − U D⁻¹ Uᵀ) iXλ and iXλᵀ (p^A + I^a c + U D⁻¹ u).
+
+@kernel
+def aggregate_multipliers(m, d, ip, fw, s, tau, qdd, lam):
+    """Multipliers of aggregated body s's rows into ``lam`` (positions in ``d.rows``), and
+    the relative residual of J_𝒮 θ̈_𝒮 = γ_𝒮 on those rows (the acceptance check).
+
+    The joint forces of the members, F_j = P_j a_j + z_j + Σ_{c in 𝒮} cXjᵀ F_c (RNEA on
+    𝒮's tree, the outside children entering through P_j and z_j), satisfy
+    S_𝒮ᵀ F_𝒮 = τ_𝒮 + J_𝒮ᵀ λ_𝒮 (M q̈ + h = τ + Jᵀλ restricted to θ_𝒮); on the dependent
+    columns Y1ᵀ λ_𝒮 = (S_𝒮ᵀ F_𝒮 − τ_𝒮)[dep].  The residual is relative to
+    |J_𝒮| max(|θ̈_𝒮|, a) + |γ_𝒮|, a the size of the accelerations combined
+    (``aggregate_outward``).
     """
-    topo = m.topo
-    S = d.S
-    vec6 = d.vec6
-    mat6 = d.mat6
-    nvj = topo[i, 5]
-    iv = topo[i, 3]
-    lam = topo[i, 0]
+    topo, Xrel, S, A, IA, pA, F = m.topo, d.Xrel, d.S, d.A, d.IA, d.pA, d.F
+    a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
+    nmem, ns, r = a[A_NMEM], a[A_NS], a[A_R]
+    if r == 0:
+        return 0.0
+    mem = ip[ip[H_MEM] + a[A_MEM] : ip[H_MEM] + a[A_MEM] + nmem]
+    cols = ip[ip[H_COLS] + a[A_COL] : ip[H_COLS] + a[A_COL] + ns]
+    order = ip[ip[H_ORDER] + a[A_COL] : ip[H_ORDER] + a[A_COL] + ns]
+    piv = ip[ip[H_PIV] + a[A_PIV] : ip[H_PIV] + a[A_PIV] + r]
+    lpos = ip[ip[H_LPOS] + a[A_ROW] : ip[H_LPOS] + a[A_ROW] + r]
+    aggof = ip[ip[H_AGGOF] : ip[H_AGGOF] + ip[H_NB]]
+    colstart = ip[ip[H_COLSTART] : ip[H_COLSTART] + ip[H_NB]]
+    JS = block(fw, a[A_JS], (r, ns))
+    gS = block(fw, a[A_GS], r)
+    LU = block(fw, a[A_LU], (r, r))
+    rho = block(fw, a[A_TMP], ns + r)
+    # acceptance: |J_𝒮 θ̈_𝒮 − γ_𝒮|∞ relative to the accelerations combined
+    qmax = fw[a[A_SC]]
+    for col in range(ns):
+        qmax = max(qmax, abs(qdd[cols[col]]))
+    res = 0.0
+    scale = 0.0
+    for i in range(r):
+        t = -gS[i]
+        jmax = 0.0
+        for col in range(ns):
+            t += JS[i, col] * qdd[cols[col]]
+            jmax = max(jmax, abs(JS[i, col]))
+        res = max(res, abs(t))
+        scale = max(scale, jmax * qmax + abs(gS[i]))
+    # member joint forces, tips to base within 𝒮
+    for mi in range(nmem):
+        j = mem[mi]
+        f = mat6_vec_at(IA, j, A[j, 0], A[j, 1], A[j, 2], A[j, 3], A[j, 4], A[j, 5])
+        for rr in range(6):
+            F[j, rr] = f[rr] + pA[j, rr]
+    for mi in range(nmem - 1, -1, -1):
+        j = mem[mi]
+        cs = colstart[j]
+        for kk in range(topo[j, 5]):
+            t = -tau[cols[cs + kk]]
+            for rr in range(6):
+                t += S[j, rr, kk] * F[j, rr]
+            rho[cs + kk] = t
+        lm = topo[j, 0]
+        if lm >= 0 and aggof[lm] == s:
+            g = force_to_parent_at(Xrel, j, F[j, 0], F[j, 1], F[j, 2], F[j, 3], F[j, 4], F[j, 5])
+            for rr in range(6):
+                F[lm, rr] += g[rr]
+    # Y1ᵀ λ = ρ[dep]
+    y = rho[ns:]
+    for i in range(r):
+        y[i] = rho[order[i]]
+    lu_solve_transpose(LU, r, piv, y)
+    for i in range(r):
+        lam[lpos[i]] = y[i]
+    return res / scale if scale > 0.0 else res
+
+
+# ------------------------------------------------------------------ ordinary bodies
+@kernel
+def joint_inward(m, d, i, tau):
+    """Ordinary tips-to-base step of body i (RBDA eqs. 7.34–7.35); False if Sᵀ I^A S is
+    singular.  U = I^A S, D = Sᵀ U, u = τ − Sᵀ p^A; the parent receives
+    iXλᵀ (I^A − U D⁻¹ Uᵀ) iXλ and iXλᵀ (p^A + I^a c + U D⁻¹ u)."""
+    topo, S, IA, pA, U, Dinv, u, C, TM = m.topo, d.S, d.IA, d.pA, d.U, d.Dinv, d.u, d.C, d.TM
+    nvj, iv, lam = topo[i, 5], topo[i, 3], topo[i, 0]
     for kk in range(nvj):
         acc = tau[iv + kk]
         for rr in range(6):
             t = 0.0
             for cc in range(6):
-                t += mat6[i, _IA, rr, cc] * S[i, cc, kk]
-            mat6[i, _U, rr, kk] = t
-            acc -= S[i, rr, kk] * vec6[i, _PA, rr]
-        vec6[i, _U6, kk] = acc
+                t += IA[i, rr, cc] * S[i, cc, kk]
+            U[i, rr, kk] = t
+            acc -= S[i, rr, kk] * pA[i, rr]
+        u[i, kk] = acc
     for kk in range(nvj):
         for k2 in range(nvj):
             t = 0.0
             for rr in range(6):
-                t += S[i, rr, kk] * mat6[i, _U, rr, k2]
-            mat6[i, _DINV, kk, k2] = t
-    if nvj > 0 and not invert_spd_inplace(mat6[i, _DINV], nvj):
+                t += S[i, rr, kk] * U[i, rr, k2]
+            Dinv[i, kk, k2] = t
+    if nvj > 0 and not invert_spd_inplace(Dinv[i], nvj):
         return False
     if lam < 0:
         return True
-    # WU = U D⁻¹ (scratch: Qb[i], unused by ordinary bodies)
-    WU = w.Qb[i]
+    WU = TM[i]  # U D⁻¹, then the scratch of inertia_to_parent_add
     for rr in range(6):
         for kk in range(nvj):
             t = 0.0
             for k2 in range(nvj):
-                t += mat6[i, _U, rr, k2] * mat6[i, _DINV, k2, kk]
+                t += U[i, rr, k2] * Dinv[i, k2, kk]
             WU[rr, kk] = t
     for rr in range(6):
         t = 0.0
         for kk in range(nvj):
-            t += WU[rr, kk] * vec6[i, _U6, kk]
-        vec6[i, _PA, rr] += t
+            t += WU[rr, kk] * u[i, kk]
+        pA[i, rr] += t
         for cc in range(rr, 6):
             t = 0.0
             for kk in range(nvj):
-                t += WU[rr, kk] * mat6[i, _U, cc, kk]
-            mat6[i, _IA, rr, cc] -= t
+                t += WU[rr, kk] * U[i, cc, kk]
+            IA[i, rr, cc] -= t
             if cc != rr:
-                mat6[i, _IA, cc, rr] -= t
+                IA[i, cc, rr] -= t
+    f = mat6_vec_at(IA, i, C[i, 0], C[i, 1], C[i, 2], C[i, 3], C[i, 4], C[i, 5])
     for rr in range(6):
-        t = 0.0
-        for cc in range(6):
-            t += mat6[i, _IA, rr, cc] * vec6[i, _C, cc]
-        vec6[i, _PA, rr] += t
-    inertia_to_parent_add(d.Xrel[i, :3], d.Xrel[i, 3], mat6[i, _IA], mat6[lam, _IA], mat6[i, _TM])
-    f = force_to_parent_at(
-        d.Xrel, i, vec6[i, _PA, 0], vec6[i, _PA, 1], vec6[i, _PA, 2],
-        vec6[i, _PA, 3], vec6[i, _PA, 4], vec6[i, _PA, 5],
-    )  # fmt: skip
+        pA[i, rr] += f[rr]
+    inertia_to_parent_add(d.Xrel[i, :3], d.Xrel[i, 3], IA[i], IA[lam], TM[i])
+    g = force_to_parent_at(d.Xrel, i, pA[i, 0], pA[i, 1], pA[i, 2], pA[i, 3], pA[i, 4], pA[i, 5])
     for rr in range(6):
-        vec6[lam, _PA, rr] += f[rr]
+        pA[lam, rr] += g[rr]
     return True
 
 
-@inline_kernel
-def scatter_joint(i, m, d, qdd):
+@kernel
+def joint_outward(m, d, i, qdd):
     """Ordinary base-to-tips step: a' = iXλ a_λ + c, q̈ = D⁻¹ (u − Uᵀ a'), a = a' + S q̈."""
-    topo = m.topo
-    vec6 = d.vec6
-    mat6 = d.mat6
-    S = d.S
+    topo, S, A, C, U, Dinv, u, T1 = m.topo, d.S, d.A, d.C, d.U, d.Dinv, d.u, d.T1
     lam = topo[i, 0]
     if lam >= 0:
-        am = motion_to_child_at(
-            d.Xrel, i, vec6[lam, _A, 0], vec6[lam, _A, 1], vec6[lam, _A, 2],
-            vec6[lam, _A, 3], vec6[lam, _A, 4], vec6[lam, _A, 5],
-        )  # fmt: skip
+        am = motion_to_child_at(d.Xrel, i, A[lam, 0], A[lam, 1], A[lam, 2], A[lam, 3],
+                                A[lam, 4], A[lam, 5])  # fmt: skip
     else:
         g = m.gravity
         am = motion_to_child_at(d.Xrel, i, 0.0, 0.0, 0.0, -g[0], -g[1], -g[2])
     for rr in range(6):
-        vec6[i, _A, rr] = am[rr] + vec6[i, _C, rr]
-    nvj = topo[i, 5]
-    iv = topo[i, 3]
+        A[i, rr] = am[rr] + C[i, rr]
+    nvj, iv = topo[i, 5], topo[i, 3]
     for kk in range(nvj):
-        t = vec6[i, _U6, kk]
+        t = u[i, kk]
         for rr in range(6):
-            t -= mat6[i, _U, rr, kk] * vec6[i, _A, rr]
-        vec6[i, 8, kk] = t
+            t -= U[i, rr, kk] * A[i, rr]
+        T1[i, kk] = t
     for kk in range(nvj):
         t = 0.0
         for k2 in range(nvj):
-            t += mat6[i, _DINV, kk, k2] * vec6[i, 8, k2]
+            t += Dinv[i, kk, k2] * T1[i, k2]
         qdd[iv + kk] = t
     for rr in range(6):
         t = 0.0
         for kk in range(nvj):
             t += S[i, rr, kk] * qdd[iv + kk]
-        vec6[i, _A, rr] += t
+        A[i, rr] += t
 
 
-# --------------------------------------------------------------------------- the kernel
+# ------------------------------------------------------------------ the kernel
 @kernel
-def embedding_kernel(m, d, e, w, q, v, tau, qdd, info):
-    """q̈ (nv, every tree coordinate) of a closed-loop model by constraint embedding.
+def embedding_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
+    """q̈ (nv, every tree coordinate) and λ (the independent rows, ``d.rows`` order) of a
+    closed-loop model by constraint embedding.
 
-    In: the model ``m`` and workspace ``d`` (``TreeModel``, ``TreeData``), the aggregated
-    tree ``e`` (``Plan``) and its workspace ``w`` (``Work``), a consistent state ``q``
-    (nq), ``v`` (nv) and joint forces ``tau`` (nv).  Out: ``qdd``; ``info`` (2,) explains
-    a non-zero status (module docstring).
+    In: the handles ``m``, ``d``, the plan ``ip``, ``fw`` (``EmbeddingPlan``), a state
+    ``q`` (nq), ``v`` (nv) and joint forces ``tau`` (nv).  Returns the smallest pivot
+    ratio of the Y1 factorisations (> 0) or a status < 0 (``methods.common``).
     """
-    topo = m.topo
-    nb = topo.shape[0]
-    vec6 = d.vec6
-    mat6 = d.mat6
-    # kinematics: poses, velocities, c = v × S q̇; closure Φ and γ (eq. 58)
-    fk_kernel(topo, m.jgeom, q, v, d.Xrel, d.Xw, d.S, vec6, d.tmp33)
-    if m.cl_body.shape[0] > 0:
-        bias_acceleration_kernel(topo, d.Xrel, vec6)
-        closure_terms(
-            topo, m.cl_body, m.cl_X, m.row_int, m.row_vec, d.Xw, d.S, vec6, d.cw, d.rw,
-            True, False, d.Phi, d.J, d.gamma,
-        )  # fmt: skip
+    nb = m.nb
+    agg = ip[ip[H_AGG] : ip[H_AGG] + ip[H_NA] * NAGG]
+    aggof = ip[ip[H_AGGOF] : ip[H_AGGOF] + nb]
+    IA, pA, V, inertia = d.IA, d.pA, d.V, m.inertia
+    # kinematics: poses, S, velocities, c = v ×m S q̇ + Ṡ q̇; closure rows and γ (eq. 58)
+    fk_kernel(m, d, q, v)
+    bias_accelerations(m, d)
+    closure_terms(m, d, q, unliteral(True), ip[H_WANTJ] != 0)
     # I^A = I, p^A = v ×* I v
     for i in range(nb):
-        v0, v1, v2 = vec6[i, _V, 0], vec6[i, _V, 1], vec6[i, _V, 2]
-        v3, v4, v5 = vec6[i, _V, 3], vec6[i, _V, 4], vec6[i, _V, 5]
-        h0, h1, h2, h3, h4, h5 = mat6_vec_at(m.inertia, i, v0, v1, v2, v3, v4, v5)
-        vec6[i, _PA, 0] = v1 * h2 - v2 * h1 + v4 * h5 - v5 * h4
-        vec6[i, _PA, 1] = v2 * h0 - v0 * h2 + v5 * h3 - v3 * h5
-        vec6[i, _PA, 2] = v0 * h1 - v1 * h0 + v3 * h4 - v4 * h3
-        vec6[i, _PA, 3] = v1 * h5 - v2 * h4
-        vec6[i, _PA, 4] = v2 * h3 - v0 * h5
-        vec6[i, _PA, 5] = v0 * h4 - v1 * h3
+        v0, v1, v2, v3, v4, v5 = V[i, 0], V[i, 1], V[i, 2], V[i, 3], V[i, 4], V[i, 5]
+        h0, h1, h2, h3, h4, h5 = mat6_vec_at(inertia, i, v0, v1, v2, v3, v4, v5)
+        pA[i, 0] = v1 * h2 - v2 * h1 + v4 * h5 - v5 * h4
+        pA[i, 1] = v2 * h0 - v0 * h2 + v5 * h3 - v3 * h5
+        pA[i, 2] = v0 * h1 - v1 * h0 + v3 * h4 - v4 * h3
+        pA[i, 3] = v1 * h5 - v2 * h4
+        pA[i, 4] = v2 * h3 - v0 * h5
+        pA[i, 5] = v0 * h4 - v1 * h3
         for rr in range(6):
             for cc in range(6):
-                mat6[i, _IA, rr, cc] = m.inertia[i, rr, cc]
+                IA[i, rr, cc] = inertia[i, rr, cc]
     # tips to base: ordinary joints, and each aggregated body at its head
+    quality = 1.0
     for i in range(nb - 1, -1, -1):
-        s = e.agg_of[i]
+        s = aggof[i]
         if s < 0:
-            if not gather_joint(i, m, d, w, tau):
-                info[1] = i
-                return SINGULAR_JOINT
-        elif e.agg[s, A_HEAD] == i:
-            st = gather_aggregate(s, m, d, e, w, q, tau, info)
-            if st != OK:
+            if not joint_inward(m, d, i, tau):
+                return SINGULAR
+        elif agg[s * NAGG + A_HEAD] == i:
+            st = aggregate_inward(m, d, ip, fw, s, tau)
+            if st < 0.0:
+                d.diag[DIAG_QUALITY] = 0.0
                 return st
+            quality = min(quality, st)
     # base to tips
     for i in range(nb):
-        s = e.agg_of[i]
+        s = aggof[i]
         if s < 0:
-            scatter_joint(i, m, d, qdd)
-        elif e.agg[s, A_HEAD] == i:
-            scatter_aggregate(s, m, d, e, w, qdd)
-    return OK
+            joint_outward(m, d, i, qdd)
+        elif agg[s * NAGG + A_HEAD] == i:
+            aggregate_outward(m, d, ip, fw, s, qdd)
+    # multipliers and the acceptance check, aggregated body by aggregated body
+    rel = 0.0
+    ascale = 0.0
+    for s in range(ip[H_NA]):
+        rel = max(rel, aggregate_multipliers(m, d, ip, fw, s, tau, qdd, lam))
+        ascale = max(ascale, fw[agg[s * NAGG + A_SC]])
+    # the runner checks dropped rows against |J| ascale + |γ|: the recursion also combined
+    # the body accelerations (which carry −g from the base)
+    A = d.A
+    for j in range(m.nv):
+        ascale = max(ascale, abs(qdd[j]))
+    for i in range(nb):
+        for rr in range(6):
+            ascale = max(ascale, abs(A[i, rr]))
+    d.diag[DIAG_QUALITY] = quality
+    d.diag[DIAG_RESIDUAL] = rel
+    d.diag[DIAG_ASCALE] = ascale
+    for j in range(m.nv):
+        if not np.isfinite(qdd[j]):
+            return NONFINITE_OUTPUT
+    for j in range(d.nrows):
+        if not np.isfinite(lam[j]):
+            return NONFINITE_OUTPUT
+    if not rel <= RESIDUAL_TOL:
+        return INACCURATE
+    return quality
 
 
-@entry_kernel
-def embedding_entry(ictx, fctx, ei, wi, wf, q, v, tau, qdd, info):
-    """``embedding_kernel`` on a Data's context buffers and the embedding buffers."""
-    mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
-    topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)
-    Xrel, Xw, S, vec6, mat6, tmp33 = tree_views(dlay, df)
-    cw, rw, zeros_nv, Phi, J, gamma, _, _ = closure_views(dlay, df)
-    st = input_status(mlay, topo, q, v, tau, block(zeros_nv, 0, (0, 6)))
+@entry
+def embedding_entry(ctx, pbuf, q, v, tau, qdd, lam):
+    """``embedding_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
+    m, d = handles(ctx)
+    st = input_status(m, q, v, tau)
     if st < 0.0:
-        return NONFINITE if st == -3.0 else BAD_INPUT
-    if qdd.shape[0] != v.shape[0]:
-        return BAD_INPUT
-    m = TreeModel(topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec)
-    d = TreeData(Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, Phi, J, gamma)
-    e, w = plan_views(ei, wi, wf)
-    return embedding_kernel(m, d, e, w, q, v, tau, qdd, info)
+        return st
+    ip, fw = plan_views(pbuf)
+    return embedding_kernel(m, d, ip, fw, q, v, tau, qdd, lam)
 
 
-@kernel
-def projection_kernel(m, d, e, w, q, v, mode, dx, info):
-    """Newton / projection step of every aggregated body's dependent coordinates.
+ENTRY = Entry(embedding_entry, types.float64, BUF, BUF, IN, IN, IN, OUT, OUT)
 
-    ``mode`` 0 (positions): dx_dep = −Y1⁻¹ Φ_𝒮[rows]; 1 (velocities): dx_dep =
-    −Y1⁻¹ (J_𝒮 v_𝒮)[rows], which makes J_𝒮 (v + dx) = 0 exactly.  ``dx`` (nv) is zero
-    on every other coordinate.  ``info[0]``: max |residual| over all rows of every
-    aggregated body before the step.  Returns a status as ``embedding_kernel``.
+
+@entry
+def partition_entry(ctx, pbuf, q):
+    """Positions only: every aggregated body's J_𝒮 and partition at ``q``; the smallest
+    pivot ratio of the Y1 factorisations (``partition_at``)."""
+    m, d = handles(ctx)
+    ip, fw = plan_views(pbuf)
+    fk_kernel(m, d, q, q[:0])
+    closure_terms(m, d, q, unliteral(False), unliteral(False))
+    worst = 1.0
+    for s in range(ip[H_NA]):
+        worst = min(worst, partition(m, d, ip, fw, s))
+    return worst
+
+
+PARTITION = Entry(partition_entry, types.float64, BUF, BUF, IN)
+
+
+def bind(model, d):
+    """The ``ld.forward_dynamics`` call of constraint embedding on ``d`` for its current
+    independent rows: ``(q, v, tau, qdd, lam) -> quality > 0 or a status < 0``.
+
+    Constraint embedding applies to every model: any set of closures and couplings
+    aggregates into a tree (``loopdyn.topology.aggregation``); loops that share bodies
+    merge into one aggregated body, whose cost grows with the cube of its size.
     """
-    topo = m.topo
-    fk_kernel(topo, m.jgeom, q, v[:0], d.Xrel, d.Xw, d.S, d.vec6, d.tmp33)
-    if m.cl_body.shape[0] > 0:
-        closure_terms(
-            topo, m.cl_body, m.cl_X, m.row_int, m.row_vec, d.Xw, d.S, d.vec6, d.cw, d.rw,
-            False, False, d.Phi, d.J, d.gamma,
-        )  # fmt: skip
-    for i in range(dx.shape[0]):
-        dx[i] = 0.0
-    worst = 0.0
-    for s in range(e.agg.shape[0]):
-        a = e.agg[s]
-        ns, r, ms = a[A_NS], a[A_R], a[A_MS]
-        JS = block(w.flt, a[A_JS], (ms, ns))
-        gS = block(w.flt, a[A_GS], ms)
-        LU = block(w.flt, a[A_LU], (r, r))
-        y = block(w.flt, a[A_TMP], r)
-        piv = w.piv[a[A_PIV] : a[A_PIV] + r]
-        loop_jacobian(s, m, d, e, w, q, 1, JS, gS)
-        co = a[A_COL]
-        if mode == 1:
-            for lr in range(ms):
-                acc = 0.0
-                for l in range(ns):
-                    acc += JS[lr, l] * v[e.cols[co + l]]
-                gS[lr] = acc
-        for lr in range(ms):
-            worst = max(worst, abs(gS[lr]))
-        ratio = factor_y1(s, e, w, JS, LU, piv)
-        if ratio < RESELECT:
-            reselect_columns(s, e, w, JS, block(w.flt, a[A_TMP], (r, ns)))
-            ratio = factor_y1(s, e, w, JS, LU, piv)
-        if ratio < SINGULAR_RATIO:
-            info[0] = ratio
-            info[1] = s
-            return SINGULAR_X
-        so = a[A_SEL]
-        for i in range(r):
-            y[i] = -gS[w.sel[so + i]]
-        lu_solve(LU, r, piv, y)
-        for i in range(r):
-            dx[e.cols[co + w.sel[so + r + i]]] = y[i]
-    info[0] = worst
-    return OK
+    return partial(ENTRY.compile(), d.ctx, plan_for(model, d).buf)
 
 
-@entry_kernel
-def projection_entry(ictx, fctx, ei, wi, wf, q, v, mode, dx, info):
-    """``projection_kernel`` on a Data's context buffers and the embedding buffers."""
-    mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
-    topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)
-    Xrel, Xw, S, vec6, mat6, tmp33 = tree_views(dlay, df)
-    cw, rw, _, Phi, J, gamma, _, _ = closure_views(dlay, df)
-    m = TreeModel(topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec)
-    d = TreeData(Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, Phi, J, gamma)
-    e, w = plan_views(ei, wi, wf)
-    return projection_kernel(m, d, e, w, q, v, mode, dx, info)
-
-
-_ENTRY = Entry(embedding_entry, types.int64, I1, F1, I1, I1, F1, F1, F1, F1, F1, F1)
-_PROJECT = Entry(projection_entry, types.int64, I1, F1, I1, I1, F1, F1, F1, types.int64, F1, F1)
-
-
-# --------------------------------------------------------------------------- Python side
+# ------------------------------------------------------------------ the partition at q
 class Partition:
-    """The partition of one aggregated body's loop Jacobian J_𝒮 at a configuration.
+    """The partition of one aggregated body's loop Jacobian at a configuration.
 
-    ``coordinates`` (θ_𝒮, indices into v), ``rows`` (``("closure", model row)`` or
-    ``("coupling", k)``), ``rank`` r, ``independent`` (θ_R) and ``dependent`` (indices
-    into v), ``condition`` (2-norm condition number of Y1), and the same choice in 𝒮's
-    local numbering: ``sel_rows`` (r rows of J_𝒮) and ``col_order`` (columns of θ_𝒮,
-    dependent first).
+    ``coordinates`` (θ_𝒮, indices into v), ``rows`` (all its model rows), ``rank`` r
+    (its independent rows at q), ``independent`` (θ_R) and ``dependent`` (indices into
+    v, as the kernel chooses them), ``condition`` (2-norm condition number of Y1).
     """
 
-    __slots__ = (
-        "col_order", "condition", "coordinates", "dependent", "independent", "rank", "rows",
-        "sel_rows",
-    )  # fmt: skip
+    __slots__ = ("condition", "coordinates", "dependent", "independent", "rank", "rows")
 
-    def __init__(self, coordinates, rows, rank, sel_rows, col_order, condition):
+    def __init__(self, coordinates, rows, rank, dependent, independent, condition):
         self.coordinates = tuple(int(c) for c in coordinates)
-        self.rows = tuple(rows)
+        self.rows = tuple(int(r) for r in rows)
         self.rank = int(rank)
-        self.sel_rows = np.asarray(sel_rows, dtype=np.int64)
-        self.col_order = np.asarray(col_order, dtype=np.int64)
-        cols = np.asarray(self.coordinates, dtype=np.int64)
-        self.dependent = tuple(int(c) for c in cols[self.col_order[:rank]])
-        self.independent = tuple(int(c) for c in cols[self.col_order[rank:]])
+        self.dependent = tuple(int(c) for c in dependent)
+        self.independent = tuple(int(c) for c in independent)
         self.condition = float(condition)
 
 
-def _rank_tol(A):
-    smax = np.linalg.norm(A, 2) if A.size else 0.0
-    return max(A.shape) * np.finfo(float).eps * max(smax, 1.0) * 10
-
-
-def choose_partition(JS, prefer_independent=None):
-    """(rank, selected rows, column order dependent-first, condition of Y1) of J_𝒮.
-
-    Rank by singular values; independent rows by column-pivoted QR of J_𝒮ᵀ; dependent
-    columns by column-pivoted QR of J_𝒮[rows] (the best-conditioned square block Y1
-    that greedy pivoting finds).  ``prefer_independent`` (bool per column, e.g. the
-    actuated coordinates): these are kept independent when the block Y1 without them
-    is no worse than 100 times the best one.
-    """
-    import scipy.linalg as sla  # lazily: scipy.linalg costs ~0.15 s at import
-
-    ms, ns = JS.shape
-    if ms == 0 or not np.any(JS):
-        return 0, np.zeros(0, np.int64), np.arange(ns), 1.0
-    sv = np.linalg.svd(JS, compute_uv=False)
-    rank = int(np.sum(sv > _rank_tol(JS)))
-    _, _, prow = sla.qr(JS.T, mode="economic", pivoting=True)
-    rows = np.sort(prow[:rank])
-    Y = JS[rows]
-
-    def block_for(scale):
-        _, _, pc = sla.qr(Y * scale, mode="economic", pivoting=True)
-        dep = np.sort(pc[:rank])
-        return dep, np.linalg.cond(Y[:, dep])
-
-    dep, cond = block_for(np.ones(ns))
-    if prefer_independent is not None and np.any(prefer_independent):
-        dep_p, cond_p = block_for(np.where(prefer_independent, 1e-3, 1.0))
-        if cond_p <= 100.0 * cond:
-            dep, cond = dep_p, cond_p
-    ind = np.setdiff1d(np.arange(ns), dep)
-    return rank, rows, np.concatenate([dep, ind]).astype(np.int64), float(cond)
-
-
-def _group_layout(model, members, ix, cuts):
-    """(θ_𝒮 as v indices, colstart per member, rows as (kind, index)) of a group."""
-    cols, colstart = [], {}
-    for b in members:
-        colstart[b] = len(cols)
-        t = model.topo[b]
-        cols.extend(range(int(t[3]), int(t[3] + t[5])))
-    rows = []
-    for c in ix:
-        cut = cuts[c]
-        if cut.kind == "closure":
-            sl = model.closure_rows[cut.index]
-            rows.extend(("closure", r) for r in range(sl.start, sl.stop))
-        else:
-            rows.append(("coupling", cut.index))
-    return cols, colstart, rows
-
-
-def _dense_rows(model, q, rows, cols):
-    """J_𝒮 at ``q`` from the dense closure Jacobian and the coupling rows (setup only)."""
-    from loopdyn.kinematics.closures import constraint_jacobian
-    from loopdyn.topology.aggregation import couplings_of
-
-    cps = couplings_of(model)
-    J = constraint_jacobian(model, q, data=model.create_data()) if model.m else None
-    out = np.zeros((len(rows), len(cols)))
-    for lr, (kind, idx) in enumerate(rows):
-        if kind == "closure":
-            out[lr] = J[idx, cols]
-        else:
-            _, a, b, ratio, _ = cps[idx]
-            out[lr, cols.index(int(model.topo[b, 3]))] += 1.0
-            out[lr, cols.index(int(model.topo[a, 3]))] -= ratio
-    return out
-
-
 def partition_at(model, q):
-    """The :class:`Partition` of every aggregated body of ``model`` at configuration ``q``."""
-    from loopdyn.topology.aggregation import structure
+    """The :class:`Partition` of every aggregated body of ``model`` at configuration ``q``.
+
+    The independent rows are those of ``constraint_rank`` at q; the dependent columns
+    are chosen as the kernel chooses them at its first call (complete pivoting on
+    J_𝒮, actuated columns kept independent when possible, again without that
+    preference if Y1 is poorly conditioned).
+    """
+    from loopdyn.kinematics.closures import constraint_rank
     from loopdyn.validation import configuration
 
     q = configuration(model, q)
-    cuts, groups, _ = structure(model)
-    act = np.zeros(model.nv, dtype=bool)
-    act[model.actuated] = True
+    d = model.create_data()
+    rows = constraint_rank(model, q, data=d).independent if model.m else np.zeros(0, np.int64)
+    plan = EmbeddingPlan(model, rows)
+    PARTITION.call(d.ctx, plan.buf, q)
     out = []
-    for members, _, ix in groups:
-        cols, _, rows = _group_layout(model, members, ix, cuts)
-        JS = _dense_rows(model, q, rows, cols)
-        rank, sel, order, cond = choose_partition(JS, act[cols])
-        out.append(Partition(cols, rows, rank, sel, order, cond))
+    for s in range(len(plan.groups)):
+        r = int(plan.agg[s, A_R])
+        cols = np.array(plan.columns[s], dtype=np.int64)
+        order = plan.column_order(s)
+        JS = plan.loop_jacobian(s)
+        cond = np.linalg.cond(JS[:, order[:r]]) if r else 1.0
+        out.append(Partition(cols, plan.rows[s], r, cols[order[:r]], cols[order[r:]], cond))
     return out
 
 
-def _consistent(model, q, tol=1e-8):
-    """True if ``q`` satisfies every closure and coupling to ``tol``."""
-    from loopdyn.kinematics.closures import closure_residual
-    from loopdyn.topology.aggregation import couplings_of
-
-    res = np.abs(closure_residual(model, q, data=model.create_data())) if model.m else [0.0]
-    for _, a, b, ratio, off in couplings_of(model):
-        qa, qb = q[int(model.topo[a, 2])], q[int(model.topo[b, 2])]
-        if abs(qb - ratio * qa - off) > tol:
-            return False
-    return bool(np.max(res) <= tol)
-
-
-def _pack(specs, dtype, lead=0):
-    arena = Arena(dtype, specs, lead=lead)
-    return arena, {name: lead + int(arena.offsets[k]) for k, (name, _) in enumerate(specs)}
-
-
-class Embedding:
-    """The compiled buffers of constraint embedding for one model and one ``Data``.
-
-    Built at a configuration ``q`` (the partition of every aggregated body is chosen
-    there, see :func:`choose_partition`); ``call(q, v, tau, qdd)`` runs the compiled
-    entry and returns its status, ``info`` explains a non-zero one.
-    """
-
-    def __init__(self, model, data, q):
-        from loopdyn.topology.aggregation import couplings_of, structure
-
-        self.model = model
-        self.couplings = getattr(model, "couplings", None)
-        _cuts, groups, aggregate_of = structure(model)
-        self.groups = groups
-        self.parts = partition_at(model, q)
-        # the rank of each J_𝒮 on the constraint manifold: the larger of its ranks at q and
-        # at q0 when q0 is consistent (a singular q must not lower it)
-        if q is not model.q0 and _consistent(model, model.q0):
-            for s, p0 in enumerate(partition_at(model, model.q0)):
-                if p0.rank > self.parts[s].rank:
-                    self.parts[s] = p0
-        self._build(model, data, groups, aggregate_of, couplings_of(model))
-
-    def _build(self, model, data, groups, aggregate_of, cps):
-        nb = max(model.nbodies, 1)
-        na = len(groups)
-        agg = np.zeros((na, NAGG), dtype=np.int64)
-        members, agg_rows, cols, sel = [], [], [], []
-        colstart = np.zeros(nb, dtype=np.int64)
-        memslot = np.zeros((nb, 2), dtype=np.int64)
-        npiv = nflt = 0
-        children = {}
-        for c, p in enumerate(model.parent):
-            children.setdefault(p, []).append(c)
-        for s, ((bodies, parent, _), part) in enumerate(zip(groups, self.parts, strict=True)):
-            B, ns, r = len(bodies), len(part.coordinates), part.rank
-            k, ms = ns - r, len(part.rows)
-            local = 0
-            for slot, b in enumerate(bodies):
-                colstart[b] = local
-                memslot[b, 0] = slot
-                local += int(model.topo[b, 5])
-            inside = set(bodies)
-            for b in reversed(bodies):  # children after parents: a reverse sweep sees them first
-                kids = children.get(b, ())
-                inner = [c for c in kids if c in inside]
-                rigid = len(inner) == len(kids) and all(memslot[c, 1] & RIGID for c in inner)
-                memslot[b, 1] = (HAS_INNER if inner else 0) | (RIGID if rigid else 0)
-            sizes = {
-                A_JS: ms * ns, A_GS: ms, A_LU: r * r, A_X: ns * k, A_ZETA: ns, A_D: k * k,
-                A_U: k, A_W: 6 * k, A_H: B * 6 * k, A_UB: B * 6 * k,
-                A_TMP: max(r * ns, r, 6 * k, k, 1),
-            }  # fmt: skip
-            agg[s, A_HEAD], agg[s, A_PARENT], agg[s, A_NMEM] = bodies[0], parent, B
-            agg[s, A_MEM], agg[s, A_NS], agg[s, A_K], agg[s, A_R] = len(members), ns, k, r
-            agg[s, A_MS], agg[s, A_ROW], agg[s, A_COL] = ms, len(agg_rows), len(cols)
-            agg[s, A_SEL], agg[s, A_PIV] = len(sel), npiv
-            for field, size in sizes.items():
-                agg[s, field] = nflt
-                nflt += size
-            members.extend(bodies)
-            agg_rows.extend(
-                (ROW_CLOSURE if kind == "closure" else ROW_COUPLING, idx) for kind, idx in part.rows
-            )
-            cols.extend(part.coordinates)
-            sel.extend(part.sel_rows.tolist() + part.col_order.tolist())
-            npiv += r
-        nk = len(cps)
-        cp_int = np.array(
-            [(a, b, int(model.topo[a, 2]), int(model.topo[b, 2])) for _, a, b, _, _ in cps],
-            dtype=np.int64,
-        ).reshape(nk, 4)
-        cp_f = np.array([(ratio, off) for _, _, _, ratio, off in cps]).reshape(nk, 2)
-        ints = [
-            ("agg", (na, NAGG)), ("members", (len(members),)), ("agg_of", (nb,)),
-            ("colstart", (nb,)), ("memslot", (nb, 2)), ("agg_rows", (len(agg_rows), 2)),
-            ("cols", (len(cols),)), ("cp_int", (nk, 4)),
-        ]  # fmt: skip
-        ai, oi = _pack(ints, np.int64, lead=NHEAD)
-        v = ai.views
-        v["agg"][...] = agg
-        v["members"][...] = members
-        v["agg_of"][: model.nbodies] = aggregate_of
-        v["colstart"][...] = colstart
-        v["memslot"][...] = memslot
-        v["agg_rows"][...] = np.array(agg_rows, dtype=np.int64).reshape(-1, 2)
-        v["cols"][...] = cols
-        v["cp_int"][...] = cp_int
-        aw, ow = _pack([("sel", (len(sel),)), ("piv", (npiv,))], np.int64)
-        aw.views["sel"][...] = sel
-        floats = [
-            ("cp_f", (nk, 2)), ("flt", (nflt,)), ("Qb", (nb, 6, 6)), ("Yb", (nb, 6)),
-            ("abar", (nb, 6)), ("ratio", (na,)),
-        ]  # fmt: skip
-        af, of = _pack(floats, np.float64)
-        af.views["cp_f"][...] = cp_f
-        ei = ai.whole
-        head = {
-            H_NA: na, H_NB: nb, H_NK: nk, H_NMEM: len(members), H_NROWS: len(agg_rows),
-            H_NCOLS: len(cols), H_AGG: oi["agg"], H_MEMBERS: oi["members"],
-            H_AGG_OF: oi["agg_of"], H_COLSTART: oi["colstart"], H_MEMSLOT: oi["memslot"],
-            H_AGG_ROWS: oi["agg_rows"], H_COLS: oi["cols"], H_CP_INT: oi["cp_int"],
-            H_SEL: ow["sel"], H_NSEL: len(sel), H_PIV: ow["piv"], H_NPIV: npiv,
-            H_CP_F: of["cp_f"], H_FLT: of["flt"], H_NFLT: nflt, H_QB: of["Qb"], H_YB: of["Yb"],
-            H_ABAR: of["abar"], H_RATIO: of["ratio"],
-        }  # fmt: skip
-        for key, val in head.items():
-            ei[key] = val
-        self.ei, self.wi, self.wf = ei, aw.whole, af.whole
-        self.views_f = af.views
-        self.views_i = aw.views
-        self.agg = v["agg"]
-        self.info = np.zeros(2)
-        self.head = (data.ictx, data.fctx, self.ei, self.wi, self.wf)
-        self.data = data
-
-    def call(self, q, v, tau, qdd):
-        """Status of the compiled forward dynamics; q̈ in ``qdd``."""
-        return _ENTRY.call(*self.head, q, v, tau, qdd, self.info)
-
-    def project(self, q, v, mode, dx):
-        """Status of the compiled projection step (``projection_kernel``); dx, max residual."""
-        return _PROJECT.call(*self.head, q, v, mode, dx, self.info)
-
-    def loop_jacobian(self, s):
-        """J_𝒮 of aggregated body s as the kernel last computed it (a copy)."""
-        a = self.agg[s]
-        o = int(a[A_JS])
-        return self.views_f["flt"][o : o + a[A_MS] * a[A_NS]].reshape(a[A_MS], a[A_NS]).copy()
-
-    def constraint_map(self, s):
-        """(X_𝒮, ζ_𝒮) of aggregated body s from the last forward-dynamics call (copies)."""
-        a = self.agg[s]
-        ns, k = int(a[A_NS]), int(a[A_K])
-        f = self.views_f["flt"]
-        X = f[a[A_X] : a[A_X] + ns * k].reshape(ns, k).copy()
-        return X, f[a[A_ZETA] : a[A_ZETA] + ns].copy()
-
-    def selection(self, s):
-        """(selected rows, column order dependent-first) of aggregated body s (local)."""
-        a = self.agg[s]
-        r, ns = int(a[A_R]), int(a[A_NS])
-        sl = self.views_i["sel"][a[A_SEL] : a[A_SEL] + r + ns]
-        return sl[:r].copy(), sl[r:].copy()
-
-    def set_selection(self, s, rows, order):
-        a = self.agg[s]
-        r, ns = int(a[A_R]), int(a[A_NS])
-        o = int(a[A_SEL])
-        self.views_i["sel"][o : o + r] = rows
-        self.views_i["sel"][o + r : o + r + ns] = order
-
-
-def _describe(model, emb, s):
-    names = ", ".join(model.body_names[i] for i in emb.groups[s][0])
-    return f"aggregated body 𝒮{s} ({{{names}}})"
-
-
-def embedding_of(model, data=None, q=None):
-    """The :class:`Embedding` of ``model`` in ``data`` (built at ``q``, default q0, if new)."""
-    from loopdyn.validation import workspace
-
-    d = workspace(model, data)
-    emb = getattr(d, "_embedding", None)
-    if (
-        emb is None
-        or emb.model is not model
-        or emb.couplings is not getattr(model, "couplings", None)
-    ):
-        emb = d._embedding = Embedding(model, d, model.q0 if q is None else q)
-    return emb
-
-
-def _fail(model, emb, status, s, q):
-    """Raise the error of a non-recoverable kernel status."""
-    if status == NONFINITE:
-        raise ValueError(f"{model.name}: q, v or tau holds NaN or inf")
-    if status == SINGULAR_JOINT:
-        raise SingularityError(
-            f"{model.name}: articulated inertia of joint {model.joint_names[s]!r} is singular; "
-            "check the masses and inertias of the bodies it carries"
-        )
-    if status == SINGULAR_D:
-        raise SingularityError(
-            f"{model.name}: the articulated inertia D = H_Sᵀ P_S H_S of {_describe(model, emb, s)} "
-            "is singular; check the masses and inertias of its bodies"
-        )
-    JS = emb.loop_jacobian(s)
-    sv = np.linalg.svd(JS, compute_uv=False) if JS.size else np.ones(1)
-    r = int(emb.agg[s, A_R])
-    cond = float(sv[0] / sv[r - 1]) if r and sv[r - 1] > 0 else np.inf
-    raise SingularityError(
-        f"{model.name}: X_S of {_describe(model, emb, s)} is singular at this configuration: "
-        f"its loop Jacobian has condition number {cond:.3g} (rank {r} expected); the loop is "
-        "at a singular configuration, where its independent coordinates no longer determine "
-        "the others; use method='augmented' there or avoid the configuration"
-    )
-
-
-def run(model, q, v, tau=None, data=None):
-    """q̈ (nv, every tree coordinate) of ``model`` by constraint embedding.
-
-    In: a consistent state ``q`` (nq), ``v`` (nv), joint forces ``tau`` (nv, None for
-    zero); ``data`` a workspace of the model (default: the model's own).  Couplings in
-    ``model.couplings`` (prototype, ``loopdyn.topology.aggregation.Coupling``) are
-    embedded along with the closures.  Raises :class:`SingularityError` naming the
-    aggregated body whose X_𝒮 is singular even after re-selecting its independent
-    coordinates, ``ValueError`` for bad input.
-    """
-    from loopdyn.model import Data
-
-    d = (model._data or model.data) if data is None else data
-    emb = getattr(d, "_embedding", None) if type(d) is Data else None
-    if emb is not None and emb.model is model and tau is not None:
-        qdd = np.empty(model.nv)
-        try:
-            if emb.call(q, v, tau, qdd) == OK:
-                return qdd
-        except TypeError:
-            pass
-    return _checked_run(model, q, v, tau, data)
-
-
-def _checked_run(model, q, v, tau, data):
-    from loopdyn.validation import configuration, vector, workspace, writable
-
-    d = workspace(model, data)
-    nv = model.nv
-    q = writable(configuration(model, q))
-    v = writable(vector(v, nv, "v", model))
-    tau = np.zeros(nv) if tau is None else writable(vector(tau, nv, "tau", model))
-    emb = embedding_of(model, d, q)
-    qdd = np.empty(nv)
-    for _ in range(3):
-        status = emb.call(q, v, tau, qdd)
-        if status == OK:
-            return qdd
-        s = int(emb.info[1])
-        if status == BAD_INPUT:  # pragma: no cover - the checks above explain first
-            raise ValueError(f"{model.name}: q, v or tau has a wrong shape or a zero quaternion")
-        if status not in (SINGULAR_X, ROWS_CHANGED):
-            _fail(model, emb, status, s, q)
-        # re-partition 𝒮 at q: new rows and columns, or a new plan if its rank changed
-        part = partition_at(model, q)[s]
-        if part.rank < emb.agg[s, A_R]:
-            _fail(model, emb, SINGULAR_X, s, q)
-        if part.rank != emb.agg[s, A_R] or status == ROWS_CHANGED:
-            emb = d._embedding = Embedding(model, d, q)
-        else:
-            emb.set_selection(s, part.sel_rows, part.col_order)
-    _fail(model, emb, status, s, q)  # pragma: no cover - a re-partition fixes the first
-
-
-def close_positions(model, q, data=None, tol=1e-12, max_iter=30):
-    """``q`` with every aggregated body's dependent coordinates solved for (Newton).
-
-    The independent coordinates θ_R (and every coordinate outside the aggregated
-    bodies) are kept; each aggregated body's dependent ones take Newton steps
-    −Y1⁻¹ Φ_𝒮 on its closure and coupling rows until max |Φ| ≤ ``tol``.  Cost per
-    iteration: linear in the number of bounded-size aggregated bodies.  Raises
-    :class:`AssemblyError` if it does not converge.
-    """
-    from loopdyn.errors import AssemblyError
-    from loopdyn.kinematics.configuration import integrate
-    from loopdyn.validation import configuration, workspace, writable
-
-    d = workspace(model, data)
-    q = writable(configuration(model, q)).copy()
-    emb = embedding_of(model, d, q)
-    dx = np.empty(model.nv)
-    v0 = np.zeros(model.nv)
-    res = np.inf
-    for _ in range(max_iter):
-        status = emb.project(q, v0, 0, dx)
-        if status != OK:
-            _fail(model, emb, status, int(emb.info[1]), q)
-        res = emb.info[0]
-        if res <= tol:
-            return q
-        q = integrate(model, q, dx)
-    raise AssemblyError(
-        f"{model.name}: the closures and couplings of the aggregated bodies did not close "
-        f"(max |Φ| = {res:.3g} after {max_iter} Newton steps); the independent coordinates "
-        "may be out of the mechanism's range"
-    )
-
-
-def close_velocities(model, q, v, data=None):
-    """``v`` with every aggregated body's dependent velocities set from θ̇_R: θ̇_𝒮 = X_𝒮 θ̇_R."""
-    from loopdyn.validation import configuration, vector, workspace, writable
-
-    d = workspace(model, data)
-    q = writable(configuration(model, q))
-    v = writable(vector(v, model.nv, "v", model)).copy()
-    emb = embedding_of(model, d, q)
-    dx = np.empty(model.nv)
-    status = emb.project(q, v, 1, dx)
-    if status != OK:
-        _fail(model, emb, status, int(emb.info[1]), q)
-    return v + dx
-
-
-__all__ = [
-    "Embedding",
-    "Partition",
-    "choose_partition",
-    "close_positions",
-    "close_velocities",
-    "embedding_kernel",
-    "embedding_of",
-    "partition_at",
-    "run",
-]
+__all__ = ["ENTRY", "EmbeddingPlan", "Partition", "bind", "partition_at", "plan_for"]
