@@ -6,24 +6,23 @@ Run from the repository root::
     python benchmarks/bench_embedding.py --quick    # fewer repeats, N up to 64
 
 For each model the state is consistent (``q0``, actuated velocities completed) and
-every timed method's q̈ is first checked against the dense oracle (``augmented``, or
-for the geared chains a null-space solve with the coupling rows).  Timed, in
-alternation (A B C A B C …, ``repeat`` rounds), per call, median and min–max:
+every timed method's q̈ is first checked against the dense oracle (``augmented``).
+Timed with the process CPU clock (``time.process_time``: on a shared machine the wall
+clock also counts the time other processes hold the cores; ``--wall`` for the wall
+clock), in alternation (A B C A B C …, ``repeat`` rounds), per call: the minimum over
+the rounds, and the median:
 
-- ``embedding``: ``loopdyn.methods.embedding.run`` (the Python entry, input checks in
-  the compiled entry); ``entry``: the compiled entry alone (``Embedding.call``), to
-  separate the Python cost;
+- ``embedding``: ``ld.forward_dynamics(..., method="embedding")`` (the public call:
+  the bound entry, two allocations, the result object); ``entry``: the bound compiled
+  call alone (``Data.bound["embedding"]``), to separate the Python cost;
 - ``aba``: ``ld.aba`` on the same spanning tree with the loops ignored (the O(n) floor);
-- for four-bar chains up to ``--dense-max``: every method of ``ld.forward_dynamics``
-  (augmented, slm, sslm, recursive_lambda) and, if Pinocchio is installed,
-  ``pin.constraintDynamics`` (``StdVec`` containers, ProximalSettings(1e-12, 1e-8, 20)).
+- up to ``--dense-max``: every other method of ``ld.forward_dynamics`` (augmented, slm,
+  sslm, recursive_lambda) and, if Pinocchio is installed and the model exports (no
+  couplings), ``pin.constraintDynamics`` (``StdVec`` containers,
+  ProximalSettings(1e-12, 1e-8, 20)).
 
-``--cpu-time`` times with the process CPU clock instead of the wall clock (on a shared
-machine the wall clock also counts the time other processes hold the cores).
-
-Families: ``four_bar``; ``four_bar_chain(N)`` and ``geared_chain(N)`` (prototype
-couplings), N = 1, 2, 4, … 256.  The log-log slope of the embedding time over N ≥ 16
-is printed per family (goal ≤ 1.05).
+Families: ``four_bar``; ``four_bar_chain(N)`` and ``geared_chain(N)``, N = 1, 2, 4, …
+256.  The log-log slope of the embedding time over N ≥ 16 is printed per family.
 """
 
 import argparse
@@ -37,11 +36,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import loopdyn as ld
 from bench_tree import _calls_per_run
-from loopdyn.methods import embedding as E
 
 
-def alternate(fns, repeat, min_time, timer=time.perf_counter):
-    """[(median, min, max)] per-call µs of each function, timed in alternation."""
+def alternate(fns, repeat, min_time, timer=time.process_time):
+    """[(min, median)] per-call µs of each function, timed in alternation."""
     for f in fns:  # warm up: load compiled kernels before counting calls per run
         f()
     timers = [timeit.Timer(f, timer=timer) for f in fns]
@@ -50,7 +48,7 @@ def alternate(fns, repeat, min_time, timer=time.perf_counter):
     for _ in range(repeat):
         for t, n, r in zip(timers, ns, runs, strict=True):
             r.append(1e6 * t.timeit(n) / n)
-    return [(float(np.median(r)), float(np.min(r)), float(np.max(r))) for r in runs]
+    return [(float(np.min(r)), float(np.median(r))) for r in runs]
 
 
 def state(model, seed=0):
@@ -58,31 +56,10 @@ def state(model, seed=0):
     v = np.zeros(model.nv)
     v[model.actuated] = rng.normal(size=model.actuated.size)
     q = np.array(model.q0)
-    v = E.close_velocities(model, q, v, data=model.create_data())
+    v = ld.complete_velocity(model, q, v)
     tau = np.zeros(model.nv)
     tau[model.actuated] = rng.normal(size=model.actuated.size)
     return q, v, tau
-
-
-def oracle(model, q, v, tau):
-    """Exact q̈: augmented for closures only, else a null-space solve with the couplings."""
-    if not getattr(model, "couplings", ()):
-        return ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
-    M, h = ld.crba(model, q), ld.nonlinear_effects(model, q, v)
-    J = np.zeros((len(model.couplings), model.nv))
-    for r, c in enumerate(model.couplings):
-        J[r, model.v_slice(c.joint_b).start] += 1.0
-        J[r, model.v_slice(c.joint_a).start] -= c.ratio
-    if model.m:
-        _, Jc, gc = ld.constraints(model, q, v)
-        J, g = np.vstack([Jc, J]), np.concatenate([gc, np.zeros(len(model.couplings))])
-    else:
-        g = np.zeros(len(model.couplings))
-    U, sv, Vt = np.linalg.svd(J)
-    rank = int(np.sum(sv > 1e-10 * sv[0]))
-    N = Vt[rank:].T
-    qp = Vt[:rank].T @ ((U[:, :rank].T @ g) / sv[:rank])
-    return qp + N @ np.linalg.solve(N.T @ M @ N, N.T @ (tau - h - M @ qp))
 
 
 def _pin_call(model, q, v, tau):
@@ -108,29 +85,30 @@ def _pin_call(model, q, v, tau):
     return (lambda: pin.constraintDynamics(ex.model, pd, qp, vp, tp, cms, cds, prox)), ex
 
 
-TIMER = time.perf_counter
+TIMER = time.process_time
 
 
 def measure(model, repeat, min_time, dense):
-    """{name: (median, min, max)} µs for one model, after checking every method's q̈."""
+    """{name: (min, median)} µs for one model, after checking every method's q̈."""
     q, v, tau = state(model)
-    exact = oracle(model, q, v, tau)
+    exact = ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
     scale = max(1.0, np.abs(exact).max())
     d = model.data
-    qdd = E.run(model, q, v, tau, data=d)
-    err = np.abs(qdd - exact).max() / scale
-    assert err < 1e-9, f"{model.name}: embedding differs from the oracle by {err:.2e}"
-    emb = E.embedding_of(model, d)
-    out = np.empty(model.nv)
+    res = ld.forward_dynamics(model, q, v, tau, method="embedding", data=d)
+    err = np.abs(res.qdd - exact).max() / scale
+    assert res.method == "embedding" and err < 1e-9, f"{model.name}: embedding off by {err:.2e}"
+    bound = d.bound["embedding"][0]
+    out, lam = np.empty(model.nv), np.empty(model.m)
     fns = {
-        "embedding": lambda: E.run(model, q, v, tau, data=d),
-        "entry": lambda: emb.call(q, v, tau, out),
+        "embedding": lambda: ld.forward_dynamics(model, q, v, tau, method="embedding", data=d),
+        "entry": lambda: bound(q, v, tau, out, lam),
         "aba": lambda: ld.aba(model, q, v, tau, data=d),
     }
-    if dense and not getattr(model, "couplings", ()):
-        for m in (m for m in ld.methods.dynamics.METHODS if m != "embedding"):
+    if dense:
+        for m in (m for m in ld.methods.dynamics.METHODS if m not in ("embedding", "augmented")):
             res = ld.forward_dynamics(model, q, v, tau, method=m).qdd
             assert np.abs(res - exact).max() / scale < 1e-9, m
+        for m in (m for m in ld.methods.dynamics.METHODS if m != "embedding"):
             fns[m] = lambda m=m: ld.forward_dynamics(model, q, v, tau, method=m)
         call, ex = _pin_call(model, q, v, tau)
         if call is not None:
@@ -153,15 +131,9 @@ def family(label, make, Ns, repeat, min_time, dense_max):
         row = measure(model, repeat, min_time, N <= dense_max)
         if names is None:
             names = list(row)
-            print(
-                f"{'N':>4}{'nv':>6}"
-                + "".join(f"{n + ' µs (min-max)':>32}" for n in names)
-                + f"{'emb/aba':>9}"
-            )
+            print(f"{'N':>4}{'nv':>6}" + "".join(f"{n:>22}" for n in names) + f"{'emb/aba':>9}")
         cells = "".join(
-            f"{f'{row[n][0]:.2f} ({row[n][1]:.2f}-{row[n][2]:.2f})':>32}"
-            if n in row
-            else f"{'':>32}"
+            f"{f'{row[n][0]:.2f} ({row[n][1]:.2f})':>22}" if n in row else f"{'':>22}"
             for n in names
         )
         extra = [n for n in row if n not in names]
@@ -186,23 +158,16 @@ def main(argv=None):
     )
     ap.add_argument("--quick", action="store_true", help="fewer repeats, N up to 64")
     ap.add_argument("--dense-max", type=int, default=64, help="largest N for dense methods")
-    ap.add_argument(
-        "--cpu-time",
-        action="store_true",
-        help="time with the process CPU clock (steadier than wall time on a shared machine)",
-    )
+    ap.add_argument("--wall", action="store_true", help="time with the wall clock")
     args = ap.parse_args(argv)
     global TIMER
-    TIMER = time.process_time if args.cpu_time else time.perf_counter
-    print(f"timer: {'process CPU time' if args.cpu_time else 'wall time'}")
+    TIMER = time.perf_counter if args.wall else time.process_time
+    print(f"timer: {'wall time' if args.wall else 'process CPU time'}; per call µs, min (median)")
     repeat, min_time = (5, 0.05) if args.quick else (9, 0.1)
     Ns = [1, 2, 4, 8, 16, 32, 64] + ([] if args.quick else [128, 256])
     fb = ld.examples.four_bar()
     row = measure(fb, repeat, min_time, True)
-    print(
-        "four_bar: "
-        + ", ".join(f"{n} {m:.2f} µs ({lo:.2f}-{hi:.2f})" for n, (m, lo, hi) in row.items())
-    )
+    print("four_bar: " + ", ".join(f"{n} {lo:.2f} ({med:.2f}) µs" for n, (lo, med) in row.items()))
     family("four_bar_chain(N)", ld.examples.four_bar_chain, Ns, repeat, min_time, args.dense_max)
     family("geared_chain(N)", ld.examples.geared_chain, Ns, repeat, min_time, args.dense_max)
 
