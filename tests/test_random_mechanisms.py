@@ -286,23 +286,16 @@ def test_a_model_where_nothing_moves_returns_an_empty_qdd_or_refuses_to_build(me
     [
         "z",
         "x",
-        pytest.param(
-            (1, 1, 0),
-            marks=pytest.mark.xfail(strict=True, reason="issue 11: oblique revolute closure"),
-        ),
-        pytest.param(
-            (1, 2, 3),
-            marks=pytest.mark.xfail(strict=True, reason="issue 11: oblique revolute closure"),
-        ),
+        (1, 1, 0),
+        (1, 2, 3),
     ],
 )
 def test_a_revolute_closure_allows_finite_rotation_about_its_axis(axis):
     """A revolute closure that repeats a tree hinge must stay closed at every angle.
 
-    Today its two rotation rows use the triads of two directions ⟂ axis, which agree
-    with a hinge only to first order unless the axis is x, y or z: Φ(θ) ~ θ²; with the
-    closure swapped, q* becomes a singular configuration (the census's inconsistent
-    'swapped revolute' cases)."""
+    Its rotation rows used to be the triads of two directions ⟂ axis, which agree with
+    a hinge only to first order unless the axis is x, y or z (Φ(θ) ~ θ²; the census's
+    inconsistent 'swapped revolute' cases); they are now b_A·a_B and c_A·a_B."""
     b = ld.ModelBuilder("hinge")
     b.add_body("link", "ground", ld.Revolute(axis), mass=1, com=(0.3, 0.1, 0))
     b.add_frame("g", "ground")

@@ -12,7 +12,8 @@ import pytest
 import loopdyn as ld
 from loopdyn.analysis.motion import PrescribedMotion, consistent_acceleration, cycloidal
 from loopdyn.methods import dynamics
-from loopdyn.sim.simulate import INTEGRATORS, chart_rate_kernel
+from loopdyn.sim.charts import chart_rate_kernel
+from loopdyn.sim.integrators import INTEGRATORS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from saha_schiehlen import five_bar_lower, singular_crossings

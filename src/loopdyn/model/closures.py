@@ -24,8 +24,10 @@ derivative is J v:
 | weld        | 3 translations, 3 rotations           | 2 translations, rotation z|
 | generic     | user-given ``rotation_axes`` and ``translation_axes`` (A frame) |   |
 
-Axes default to z (revolute), x (prismatic), x of A then y of B (universal: the
-constrained rotation is about axis1 × axis2, with Φ = -(axis1_A · axis2_B)).
+Two generic rotation axes leave a hinge about their cross product (rows as the
+revolute's, exact at finite angles).  Axes default to z (revolute), x
+(prismatic), x of A then y of B (universal: the constrained rotation is about
+axis1 × axis2, with Φ = -(axis1_A · axis2_B)).
 
 A *coupling* (``ModelBuilder.add_coupling``: gears, belts, differentials, URDF
 mimic joints) relates two 1-DOF joints a and b of the tree: one row
@@ -59,9 +61,13 @@ def _rotation_row(a):
     return c, b
 
 
-def _orthonormal_basis_excluding(a):
+def _hinge_rows(a):
+    """(u in A, w in B) of the two rotation rows of a hinge about the unit axis a:
+    Φ = b_A · a_B and c_A · a_B (b, c ⟂ a).  They vanish for every rotation about a
+    (a_B stays along a_A), not only to first order; n = a_B × b_A and a_B × c_A span
+    the rotations about the two perpendiculars."""
     b, c = _triad(a)
-    return [b, c]
+    return [(b, a), (c, a)]
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,7 @@ class ClosureSpec:
             elif k == "weld":
                 trans(ex), trans(ey), rot(ez)
             elif k == "generic":
-                self._generic(trans, rot, what)
+                self._generic(trans, rot, rows, what)
             else:
                 raise ModelError(
                     f"{what}: kind {k!r} has no planar counterpart; use revolute, prismatic, "
@@ -119,8 +125,8 @@ class ClosureSpec:
         elif k == "revolute":
             a = _axis(self.axis if self.axis is not None else "z", what)
             trans(ex), trans(ey), trans(ez)
-            for d in _orthonormal_basis_excluding(a):
-                rot(d)
+            for u, w in _hinge_rows(a):
+                rows.append((ROTATION, u, w))
         elif k == "universal":
             a1 = _axis(self.axis if self.axis is not None else "x", what)
             a2 = _axis(self.axis2 if self.axis2 is not None else "y", what)
@@ -130,26 +136,36 @@ class ClosureSpec:
             rows.append((ROTATION, -a1, a2))  # Φ = -(a1_A · a2_B), n = a2_B × (-a1_A) = a1 × a2
         elif k == "prismatic":
             a = _axis(self.axis if self.axis is not None else "x", what)
-            for d in _orthonormal_basis_excluding(a):
+            for d in _triad(a):
                 trans(d)
             rot(ex), rot(ey), rot(ez)
         elif k == "weld":
             trans(ex), trans(ey), trans(ez), rot(ex), rot(ey), rot(ez)
         elif k == "generic":
-            self._generic(trans, rot, what)
+            self._generic(trans, rot, rows, what)
         else:
             raise ModelError(f"{what}: unknown kind {k!r}; use one of {', '.join(KINDS)}")
         return rows
 
-    def _generic(self, trans, rot, what):
+    def _generic(self, trans, rot, rows, what):
         if not self.rotation_axes and not self.translation_axes:
             raise ModelError(
                 f"{what}: a generic closure needs rotation_axes and/or translation_axes"
             )
         for a in self.translation_axes:
             trans(_axis(a, what))
-        for a in self.rotation_axes:
-            rot(_axis(a, what))
+        axes = [_axis(a, what) for a in self.rotation_axes]
+        if len(axes) == 2:
+            # rotation left free about a = r1 × r2: a hinge, exact at finite angles
+            free = np.cross(axes[0], axes[1])
+            if np.linalg.norm(free) < 1e-9:
+                raise ModelError(f"{what}: the two rotation_axes are parallel")
+            free /= np.linalg.norm(free)
+            for u, w in _hinge_rows(free):
+                rows.append((ROTATION, u, w))
+            return
+        for a in axes:
+            rot(a)
 
 
 @dataclass(frozen=True)
