@@ -162,6 +162,7 @@ def test_oracle_flags_a_swapped_universal_pair_as_singular():
         "slm",
         "sslm",
         "recursive_lambda",
+        "embedding",
     ],
 )
 def test_exact_or_singularity_error_on_seeded_mechanisms(method):
@@ -246,6 +247,7 @@ def _rank0_arm():
         "slm",
         "sslm",
         "recursive_lambda",
+        "embedding",
     ],
 )
 def test_a_vacuous_closure_gives_the_tree_answer(method):
@@ -322,6 +324,7 @@ def _parallelogram(theta):
         "slm",
         "sslm",
         "recursive_lambda",
+        "embedding",
     ],
 )
 def test_parallelogram_next_to_its_flat_singularity_is_exact_or_singular(method):

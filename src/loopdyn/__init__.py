@@ -55,6 +55,7 @@ from loopdyn.model import (
 )
 from loopdyn.sim.simulate import simulate
 from loopdyn.sim.trajectory import Trajectory
+from loopdyn.topology.aggregation import aggregation
 from loopdyn.tree import aba, crba, nonlinear_effects, rnea
 
 __version__ = "0.1.0"
@@ -81,6 +82,7 @@ __all__ = [
     "Trajectory",
     "Universal",
     "aba",
+    "aggregation",
     "assemble",
     "closure_forces",
     "closure_loads_at",

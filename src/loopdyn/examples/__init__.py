@@ -1,5 +1,6 @@
 """The mechanism catalog: ``ld.examples.names()`` and ``ld.examples.get(name, **kw)``."""
 
+from loopdyn.examples.chains import closed_knee_leg, four_bar_chain, four_bar_cut, geared_chain
 from loopdyn.examples.ladders import spatial_ladder, spatial_ladder_tree
 from loopdyn.examples.paper_mechanisms import carpet_scraper, excavator, three_rrr
 from loopdyn.examples.planar import five_bar, four_bar, planar_ladder, slider_crank
@@ -18,6 +19,10 @@ _CATALOG = {
     "carpet_scraper": carpet_scraper,
     "three_rrr": three_rrr,
     "excavator": excavator,
+    "four_bar_chain": four_bar_chain,
+    "four_bar_cut": four_bar_cut,
+    "closed_knee_leg": closed_knee_leg,
+    "geared_chain": geared_chain,
 }
 
 
@@ -51,9 +56,13 @@ def get(name, **kwargs):
 __all__ = [
     "box",
     "carpet_scraper",
+    "closed_knee_leg",
     "excavator",
     "five_bar",
     "four_bar",
+    "four_bar_chain",
+    "four_bar_cut",
+    "geared_chain",
     "get",
     "names",
     "parameters",

@@ -724,7 +724,10 @@ def _add_coupling(r, b, t, i):
             raise r.error("couplings", i, key, what, f"{key} must be a joint name")
     ratio = r.number(t.get("ratio", 1.0), ("couplings", i, "ratio", what))
     offset = r.number(t.get("offset", 0.0), ("couplings", i, "offset", what))
+    name = t.get("name")
+    if name is not None and not isinstance(name, str):
+        raise r.error("couplings", i, "name", what, "name must be a string")
     try:
-        b.add_coupling(t["joint_a"], t["joint_b"], ratio, offset=offset)
+        b.add_coupling(t["joint_a"], t["joint_b"], ratio, offset=offset, name=name)
     except (ModelError, ValueError, TypeError) as e:
         raise r.error("couplings", i, None, what, str(e)) from None

@@ -27,7 +27,7 @@ from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
 from loopdyn.kernels.numba_internals import BUF, IN, INT_OUT, OUT, OUT2, Entry, entry, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import closure_terms, constraint_kernel, constraint_rank
-from loopdyn.methods import augmented, recursive_lambda, slm, sslm
+from loopdyn.methods import augmented, embedding, recursive_lambda, slm, sslm
 from loopdyn.methods.common import (
     BAD_INPUT,
     DIAG_ASCALE,
@@ -54,6 +54,7 @@ BINDERS = {
     "slm": _bind_entry(slm),
     "sslm": sslm.bind,
     "recursive_lambda": _bind_entry(recursive_lambda),
+    "embedding": embedding.bind,
 }
 METHODS = tuple(BINDERS)
 _MODULES = {"augmented": augmented, "slm": slm, "sslm": sslm, "recursive_lambda": recursive_lambda}
@@ -69,8 +70,10 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
 
     In: a consistent state ``q`` (nq), ``v`` (nv) and joint forces ``tau`` (nv;
     None for zero).  ``method``: ``"augmented"`` (eq. 10, one KKT solve),
-    ``"slm"`` (eqs. 11–12), ``"sslm"`` (subsystem-level multipliers) or
-    ``"recursive_lambda"`` (q̈ = η + ζλ, Anderson & Critchley's eqs. 13–32).
+    ``"slm"`` (eqs. 11–12), ``"sslm"`` (subsystem-level multipliers),
+    ``"recursive_lambda"`` (q̈ = η + ζλ, Anderson & Critchley's eqs. 13–32) or
+    ``"embedding"`` (Jain's constraint embedding: articulated-body dynamics on the
+    aggregated tree, ``loopdyn.methods.embedding``).
     Out: :class:`ForwardDynamicsResult` with ``qdd``, ``lam`` (see its docstring
     for their meaning and frames), ``rank``, ``dropped`` and ``condition``.
     Raises :class:`SingularityError` if no method can solve the configuration

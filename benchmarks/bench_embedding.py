@@ -1,0 +1,176 @@
+"""Constraint embedding: per-call time and scaling, in one process, timed in alternation.
+
+Run from the repository root::
+
+    python benchmarks/bench_embedding.py            # N = 1 … 256
+    python benchmarks/bench_embedding.py --quick    # fewer repeats, N up to 64
+
+For each model the state is consistent (``q0``, actuated velocities completed) and
+every timed method's q̈ is first checked against the dense oracle (``augmented``).
+Timed with the process CPU clock (``time.process_time``: on a shared machine the wall
+clock also counts the time other processes hold the cores; ``--wall`` for the wall
+clock), in alternation (A B C A B C …, ``repeat`` rounds), per call: the minimum over
+the rounds, and the median:
+
+- ``embedding``: ``ld.forward_dynamics(..., method="embedding")`` (the public call:
+  the bound entry, two allocations, the result object); ``entry``: the bound compiled
+  call alone (``Data.bound["embedding"]``), to separate the Python cost;
+- ``aba``: ``ld.aba`` on the same spanning tree with the loops ignored (the O(n) floor);
+- up to ``--dense-max``: every other method of ``ld.forward_dynamics`` (augmented, slm,
+  sslm, recursive_lambda) and, if Pinocchio is installed and the model exports (no
+  couplings), ``pin.constraintDynamics`` (``StdVec`` containers,
+  ProximalSettings(1e-12, 1e-8, 20)).
+
+Families: ``four_bar``; ``four_bar_chain(N)`` and ``geared_chain(N)``, N = 1, 2, 4, …
+256.  The log-log slope of the embedding time over N ≥ 16 is printed per family.
+"""
+
+import argparse
+import sys
+import time
+import timeit
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import loopdyn as ld
+from bench_tree import _calls_per_run
+
+
+def alternate(fns, repeat, min_time, timer=time.process_time):
+    """[(min, median)] per-call µs of each function, timed in alternation."""
+    for f in fns:  # warm up: load compiled kernels before counting calls per run
+        f()
+    timers = [timeit.Timer(f, timer=timer) for f in fns]
+    ns = [_calls_per_run(f, min_time) for f in fns]
+    runs = [[] for _ in fns]
+    for _ in range(repeat):
+        for t, n, r in zip(timers, ns, runs, strict=True):
+            r.append(1e6 * t.timeit(n) / n)
+    return [(float(np.min(r)), float(np.median(r))) for r in runs]
+
+
+def state(model, seed=0):
+    rng = np.random.default_rng(seed)
+    v = np.zeros(model.nv)
+    v[model.actuated] = rng.normal(size=model.actuated.size)
+    q = np.array(model.q0)
+    v = ld.complete_velocity(model, q, v)
+    tau = np.zeros(model.nv)
+    tau[model.actuated] = rng.normal(size=model.actuated.size)
+    return q, v, tau
+
+
+def _pin_call(model, q, v, tau):
+    try:
+        import pinocchio as pin
+
+        from loopdyn.interop.pinocchio import PinocchioExport
+    except ImportError:  # pragma: no cover - optional peer
+        return None, None
+    ex = PinocchioExport(model)
+    if ex.unexported:
+        return None, None
+    pd = ex.model.createData()
+    cms = pin.StdVec_RigidConstraintModel()
+    for c in ex.constraints:
+        cms.append(c)
+    cds = pin.StdVec_RigidConstraintData()
+    for c in ex.constraints:
+        cds.append(c.createData())
+    pin.initConstraintDynamics(ex.model, pd, cms, cds)
+    prox = pin.ProximalSettings(1e-12, 1e-8, 20)
+    qp, vp, tp = ex.q(q), ex.v(v), ex.v(tau)
+    return (lambda: pin.constraintDynamics(ex.model, pd, qp, vp, tp, cms, cds, prox)), ex
+
+
+TIMER = time.process_time
+
+
+def measure(model, repeat, min_time, dense):
+    """{name: (min, median)} µs for one model, after checking every method's q̈."""
+    q, v, tau = state(model)
+    exact = ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
+    scale = max(1.0, np.abs(exact).max())
+    d = model.data
+    res = ld.forward_dynamics(model, q, v, tau, method="embedding", data=d)
+    err = np.abs(res.qdd - exact).max() / scale
+    assert res.method == "embedding" and err < 1e-9, f"{model.name}: embedding off by {err:.2e}"
+    bound = d.bound["embedding"][0]
+    out, lam = np.empty(model.nv), np.empty(model.m)
+    fns = {
+        "embedding": lambda: ld.forward_dynamics(model, q, v, tau, method="embedding", data=d),
+        "entry": lambda: bound(q, v, tau, out, lam),
+        "aba": lambda: ld.aba(model, q, v, tau, data=d),
+    }
+    if dense:
+        for m in (m for m in ld.methods.dynamics.METHODS if m not in ("embedding", "augmented")):
+            res = ld.forward_dynamics(model, q, v, tau, method=m).qdd
+            assert np.abs(res - exact).max() / scale < 1e-9, m
+        for m in (m for m in ld.methods.dynamics.METHODS if m != "embedding"):
+            fns[m] = lambda m=m: ld.forward_dynamics(model, q, v, tau, method=m)
+        call, ex = _pin_call(model, q, v, tau)
+        if call is not None:
+            res = ex.v_from(call())
+            perr = np.abs(res - exact).max() / scale
+            if perr < 1e-8:
+                fns["pin"] = call
+            else:
+                print(f"  ({model.name}: pin.constraintDynamics off by {perr:.1e}, not timed)")
+    t = alternate(list(fns.values()), repeat, min_time, TIMER)
+    return dict(zip(fns, t, strict=True))
+
+
+def family(label, make, Ns, repeat, min_time, dense_max):
+    print(f"\n{label}")
+    names = None
+    series = []
+    for N in Ns:
+        model = make(N)
+        row = measure(model, repeat, min_time, N <= dense_max)
+        if names is None:
+            names = list(row)
+            print(f"{'N':>4}{'nv':>6}" + "".join(f"{n:>22}" for n in names) + f"{'emb/aba':>9}")
+        cells = "".join(
+            f"{f'{row[n][0]:.2f} ({row[n][1]:.2f})':>22}" if n in row else f"{'':>22}"
+            for n in names
+        )
+        extra = [n for n in row if n not in names]
+        if extra:
+            cells += "  " + ", ".join(f"{n} {row[n][0]:.2f}" for n in extra)
+        print(f"{N:>4}{model.nv:>6}{cells}{row['embedding'][0] / row['aba'][0]:>9.2f}")
+        series.append((N, row["embedding"][0], row["entry"][0], row["aba"][0]))
+    arr = np.array(series, dtype=float)
+    sel = arr[:, 0] >= 16
+    if sel.sum() >= 2:
+        lx = np.log(arr[sel, 0])
+        slopes = [np.polyfit(lx, np.log(arr[sel, k]), 1)[0] for k in (1, 2, 3)]
+        print(
+            "log-log slope over N >= 16: embedding {:.3f}, entry {:.3f}, aba {:.3f}".format(*slopes)
+        )
+    return series
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help="fewer repeats, N up to 64")
+    ap.add_argument("--dense-max", type=int, default=64, help="largest N for dense methods")
+    ap.add_argument("--wall", action="store_true", help="time with the wall clock")
+    args = ap.parse_args(argv)
+    global TIMER
+    TIMER = time.perf_counter if args.wall else time.process_time
+    print(f"timer: {'wall time' if args.wall else 'process CPU time'}; per call µs, min (median)")
+    repeat, min_time = (5, 0.05) if args.quick else (9, 0.1)
+    Ns = [1, 2, 4, 8, 16, 32, 64] + ([] if args.quick else [128, 256])
+    fb = ld.examples.four_bar()
+    row = measure(fb, repeat, min_time, True)
+    print("four_bar: " + ", ".join(f"{n} {lo:.2f} ({med:.2f}) µs" for n, (lo, med) in row.items()))
+    family("four_bar_chain(N)", ld.examples.four_bar_chain, Ns, repeat, min_time, args.dense_max)
+    family("geared_chain(N)", ld.examples.geared_chain, Ns, repeat, min_time, args.dense_max)
+
+
+if __name__ == "__main__":
+    main()
