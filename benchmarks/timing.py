@@ -4,17 +4,30 @@ The machines these run on are shared and noisy, so functions are never timed one
 after the other: each round times every function once (A B C A B C ...), and a
 ratio is taken within each round, so a change in load affects numerator and
 denominator alike.  Reported: the median per-call time of each function and, for
-each ratio, its median and min–max over the rounds.
+each ratio, its median and min–max over the rounds.  ``CLOCK`` is the process's
+CPU time (``time.process_time``) when ``LOOPDYN_BENCH_CLOCK=cpu`` (or the
+scripts' ``--cpu-time``): on a machine shared with other jobs it counts only
+this process's work; the wall clock (``time.perf_counter``) otherwise.
 """
 
+import os
+import time
 import timeit
 
 import numpy as np
 
+CLOCK = time.process_time if os.environ.get("LOOPDYN_BENCH_CLOCK") == "cpu" else time.perf_counter
+
+
+def use_cpu_time():
+    """Time with the process's CPU time from now on (see the module docstring)."""
+    global CLOCK
+    CLOCK = time.process_time
+
 
 def calls_per_run(fn, min_time):
     """Number of calls of ``fn`` lasting about ``min_time`` seconds."""
-    t = timeit.Timer(fn)
+    t = timeit.Timer(fn, timer=CLOCK)
     n = 1
     while True:
         elapsed = t.timeit(n)
@@ -24,8 +37,14 @@ def calls_per_run(fn, min_time):
 
 
 def alternate(fns, rounds=21, min_time=0.02):
-    """(rounds × len(fns)) array of per-call times in µs, timed in alternation."""
-    timers = [timeit.Timer(f) for f in fns]
+    """(rounds × len(fns)) array of per-call times in µs, timed in alternation.
+
+    Every function is called a few times first: a first call may compile, load a
+    cache or bind a workspace, and must not set the number of calls per run."""
+    for f in fns:
+        for _ in range(3):
+            f()
+    timers = [timeit.Timer(f, timer=CLOCK) for f in fns]
     ns = [calls_per_run(f, min_time) for f in fns]
     out = np.empty((rounds, len(fns)))
     for r in range(rounds):

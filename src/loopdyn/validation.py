@@ -43,6 +43,16 @@ def vector(x, n, what, model, finite=True):
     return x
 
 
+def coerce(x):
+    """A list, an int or float32 array, a column: as a float64 vector, cheaply, for one
+    more try of a compiled entry (which checks lengths and finiteness itself).
+    TypeError for what only the checked path may explain (complex, objects)."""
+    a = np.asarray(x)
+    if a.dtype.kind not in "fiub":
+        raise TypeError(f"not real numbers: {a.dtype}")
+    return a.astype(_F64, copy=False).reshape(-1)
+
+
 def _finite(x, what, model):
     if not np.all(np.isfinite(x)):
         k = int(np.flatnonzero(~np.isfinite(x))[0])

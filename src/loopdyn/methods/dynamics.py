@@ -40,7 +40,7 @@ from loopdyn.methods.common import (
     closure_loads,
 )
 from loopdyn.tree import aba
-from loopdyn.validation import configuration, vector, workspace
+from loopdyn.validation import coerce, configuration, vector, workspace
 
 
 def _bind_entry(module):
@@ -88,7 +88,10 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
     try:
         st = call(q, v, zeros if tau is None else tau, qdd, lam)
     except TypeError:
-        return _forward_dynamics(model, q, v, tau, method, data)
+        try:  # lists, ints, float32: converted once, then the compiled path
+            st = call(coerce(q), coerce(v), zeros if tau is None else coerce(tau), qdd, lam)
+        except (TypeError, ValueError):
+            return _forward_dynamics(model, q, v, tau, method, data)
     if st > 0.0 and owner is model:
         return ForwardDynamicsResult(qdd, lam, info, st)
     return _forward_dynamics(model, q, v, tau, method, data)

@@ -229,6 +229,7 @@ class Model:
         self.q0 = _readonly(self.neutral())
         self.description = name
         self._data = None
+        self._ctx = None
 
     def _init_closures(self, closures):
         nc = len(closures)
@@ -394,6 +395,7 @@ class Model:
         """The model's default workspace, used when no ``data`` is passed (not thread-safe)."""
         if self._data is None:
             self._data = self.create_data()
+            self._ctx = self._data.ctx  # the fast paths' handle on it
         return self._data
 
     def __repr__(self):

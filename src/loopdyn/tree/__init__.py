@@ -16,12 +16,22 @@ from numba import types
 
 from loopdyn.errors import SingularityError
 from loopdyn.kernels.checks import STATE_BAD, STATE_OK, raise_status, state_status, wrench_status
-from loopdyn.kernels.numba_internals import BUF, IN, IN2, OUT, OUT2, Entry, entry, unliteral
+from loopdyn.kernels.numba_internals import (
+    BUF,
+    IN,
+    IN2,
+    OUT,
+    OUT2,
+    Entry,
+    as_input,
+    entry,
+    unliteral,
+)
 from loopdyn.kernels.views import handles
 from loopdyn.tree.aba import aba_kernel
 from loopdyn.tree.crba import crba_kernel
 from loopdyn.tree.rnea import rnea_kernel
-from loopdyn.validation import configuration, vector, workspace, wrenches
+from loopdyn.validation import coerce, configuration, vector, workspace, wrenches
 
 # statuses of the entries: OK (rnea, crba) / -1 (aba: no singular body), or a STATE_*
 _DONE = -1
@@ -39,6 +49,27 @@ def aba_entry(ctx, q, v, tau, fext, qdd):
     if st != STATE_OK or qdd.shape[0] != m.nv:
         return STATE_BAD if st == STATE_OK else st
     return aba_kernel(m, d, q, v, tau, fext, qdd)
+
+
+@entry
+def aba0_entry(ctx, q, v, tau, qdd):
+    """``aba_entry`` without external wrenches (one argument less: the common call)."""
+    m, d = handles(ctx)
+    st = state_status(m, q, v, tau, m.nv, m.nv)
+    if st != STATE_OK or qdd.shape[0] != m.nv:
+        return STATE_BAD if st == STATE_OK else st
+    return aba_kernel(m, d, q, v, tau, as_input(d.fext[:0]), qdd)
+
+
+@entry
+def rnea0_entry(ctx, q, v, a, tau):
+    """``rnea_entry`` without external wrenches."""
+    m, d = handles(ctx)
+    st = state_status(m, q, v, a, m.nv, m.nv)
+    if st != STATE_OK or tau.shape[0] != m.nv:
+        return STATE_BAD if st == STATE_OK else st
+    rnea_kernel(m, d, q, v, a, as_input(d.fext[:0]), tau)
+    return _DONE
 
 
 @entry
@@ -68,17 +99,24 @@ def crba_entry(ctx, q, M):
 ABA = Entry(aba_entry, types.int64, BUF, IN, IN, IN, IN2, OUT)
 RNEA = Entry(rnea_entry, types.int64, BUF, IN, IN, IN, IN2, OUT)
 CRBA = Entry(crba_entry, types.int64, BUF, IN, OUT2)
+ABA0 = Entry(aba0_entry, types.int64, BUF, IN, IN, IN, OUT)
+RNEA0 = Entry(rnea0_entry, types.int64, BUF, IN, IN, IN, OUT)
+_empty = np.empty
 
 
 def rnea(model, q, v, a, fext=None, data=None):
     """Inverse dynamics of the tree: τ = M(q) a + h(q, v) - Σ Jᵀ fext (nv,)."""
     if fext is None and data is None:
-        tau = np.empty(model.nv)
+        tau = _empty(model.nv)
         try:
-            if RNEA.call(model._data.ctx, q, v, a, _NO_F, tau) == _DONE:
+            if RNEA0.call(model._ctx, q, v, a, tau) == _DONE:
                 return tau
-        except (TypeError, AttributeError):
-            pass
+        except TypeError:
+            try:  # lists, ints, float32: converted once, then the compiled path
+                if RNEA0.call(model._ctx, coerce(q), coerce(v), coerce(a), tau) == _DONE:
+                    return tau
+            except (TypeError, ValueError):
+                pass
     d = workspace(model, data)
     q = configuration(model, q)
     v = vector(v, model.nv, "v", model)
@@ -97,12 +135,16 @@ def nonlinear_effects(model, q, v, data=None):
 def crba(model, q, data=None):
     """Joint-space inertia matrix M(q) (nv × nv), symmetric positive definite."""
     if data is None:
-        M = np.empty((model.nv, model.nv))
+        M = _empty((model.nv, model.nv))
         try:
-            if CRBA.call(model._data.ctx, q, M) == _DONE:
+            if CRBA.call(model._ctx, q, M) == _DONE:
                 return M
-        except (TypeError, AttributeError):
-            pass
+        except TypeError:
+            try:
+                if CRBA.call(model._ctx, coerce(q), M) == _DONE:
+                    return M
+            except (TypeError, ValueError):
+                pass
     d = workspace(model, data)
     q = configuration(model, q)
     M = np.empty((model.nv, model.nv))
@@ -113,12 +155,16 @@ def crba(model, q, data=None):
 def aba(model, q, v, tau, fext=None, data=None):
     """Forward dynamics of the tree, O(n): q̈ = M⁻¹ (τ - h + Σ Jᵀ fext) (nv,)."""
     if fext is None and data is None:
-        qdd = np.empty(model.nv)
+        qdd = _empty(model.nv)
         try:
-            if ABA.call(model._data.ctx, q, v, tau, _NO_F, qdd) == _DONE:
+            if ABA0.call(model._ctx, q, v, tau, qdd) == _DONE:
                 return qdd
-        except (TypeError, AttributeError):
-            pass
+        except TypeError:
+            try:  # lists, ints, float32: converted once, then the compiled path
+                if ABA0.call(model._ctx, coerce(q), coerce(v), coerce(tau), qdd) == _DONE:
+                    return qdd
+            except (TypeError, ValueError):
+                pass
     d = workspace(model, data)
     q = configuration(model, q)
     v = vector(v, model.nv, "v", model)
