@@ -574,7 +574,7 @@ def residuals(oracle, qdd, tau):
     (the part no multiplier can explain), relative to |τ - h| + |M q̈|.
     """
     J, gamma = oracle.J, oracle.gamma
-    cscale = max(np.abs(J).max(initial=0.0) * np.abs(qdd).max(), np.abs(gamma).max(initial=0.0))
+    cscale = max(np.abs(J).max(initial=0.0) * np.abs(qdd).max(initial=0.0), np.abs(gamma).max(initial=0.0))
     rc = float(np.abs(J @ qdd - gamma).max(initial=0.0) / max(cscale, 1e-300))
     f = oracle.M @ qdd + oracle.h - tau
     if J.shape[0]:
@@ -582,8 +582,8 @@ def residuals(oracle, qdd, tau):
         r = int(np.sum(s > RANK_RTOL * s[0])) if s.size and s[0] > 0 else 0
         N = Vt[r:].T
         f = N @ (N.T @ f)
-    escale = np.abs(tau - oracle.h).max() + np.abs(oracle.M @ qdd).max()
-    return rc, float(np.abs(f).max() / max(escale, 1e-300))
+    escale = np.abs(tau - oracle.h).max(initial=0.0) + np.abs(oracle.M @ qdd).max(initial=0.0)
+    return rc, float(np.abs(f).max(initial=0.0) / max(escale, 1e-300))
 
 
 # --------------------------------------------------------------------------- classification
@@ -713,7 +713,7 @@ def same_answer(mech, method, oracle, fresh, rng):
         )
     except ld.LoopdynError as e:  # pragma: no cover - the fresh call just returned
         return f"fresh data raised on the second call: {e}"
-    diff = float(np.abs(cached.qdd - res.qdd).max() / oracle.scale)
+    diff = float(np.abs(cached.qdd - res.qdd).max(initial=0.0) / oracle.scale)
     return f"cached and fresh differ by {diff:.3g}" if diff > REL_TOL else ""
 
 

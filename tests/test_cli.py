@@ -114,3 +114,29 @@ def test_bench_times_every_method_against_the_oracle():
         line = next(ln for ln in result.output.splitlines() if f"loopdyn {name}" in ln)
         assert float(line.split("│")[-2]) < 1e-10  # relative error against augmented
     assert "pin.constraintDynamics" in result.output
+
+
+def test_every_catalog_parameter_is_declared_and_typed_on_the_command_line():
+    """Each factory's numeric/flag/text arguments are in its table (``models --params``);
+    the command line reads each unit and names a bad value."""
+    import inspect
+
+    for name in ld.examples.names():
+        factory = ld.examples._factory(name)
+        declared = {p.name for p in ld.examples.parameters(name)}
+        args = set(inspect.signature(factory).parameters) - {"joint_types"}
+        assert args == declared, name
+    result = runner.invoke(app, ["models", "--params"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "knee_angle" in result.output and "flag" in result.output
+    ok = runner.invoke(app, ["info", "closed_knee_leg", "-p", "geared=true"])
+    assert ok.exit_code == 0 and "knee_rotor" in ok.output, ok.output
+    for bad, words in [
+        (["info", "closed_knee_leg", "-p", "geared=maybe"], "flag"),
+        (["info", "four_bar_cut", "-p", "cut=sideways"], "internal"),
+        (["info", "four_bar_chain", "-p", "N=2.5"], "integer"),
+        (["info", "geared_chain", "-p", "link_length=-1"], "positive"),
+    ]:
+        result = runner.invoke(app, bad)
+        assert result.exit_code == 2 and words in result.output, (bad, result.output)
+    with pytest.raises(ld.ModelError, match="geared"):
+        ld.examples.get("closed_knee_leg", geared="yes")

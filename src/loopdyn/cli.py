@@ -62,6 +62,14 @@ def _parse_value(text, unit=None, name="value"):
     other numbers are floats (SI units); a comma-separated list gives an array.
     """
     t = text.strip()
+    if unit == "text":
+        return t
+    if unit == "flag":
+        if t.lower() in ("true", "yes", "1", "on"):
+            return True
+        if t.lower() in ("false", "no", "0", "off"):
+            return False
+        raise _Usage(f"parameter {name} is a flag: give true or false, got {text!r}")
     if "," in t:
         return [_parse_value(x, unit, name) for x in t.split(",") if x.strip()]
     low = t.lower()
@@ -155,6 +163,11 @@ def models(
     ] = False,
 ):
     """List the mechanism catalog: bodies, coordinates, loops, degrees of freedom."""
+    with _errors():
+        _models(params)
+
+
+def _models(params):
     from rich.table import Table
 
     import loopdyn as ld
@@ -190,9 +203,11 @@ def models(
 
 
 def _default(p):
-    d = np.asarray(p.default, dtype=float) if p.default is not None else None
-    if d is None:
+    if p.default is None:
         return "-"
+    if p.unit in ("text", "flag"):
+        return str(p.default).lower() if p.unit == "flag" else p.default
+    d = np.asarray(p.default, dtype=float)
     if p.unit == "rad":
         return ", ".join(f"{x:.4g}deg" for x in np.atleast_1d(np.rad2deg(d)))
     return ", ".join(f"{x:.6g}" for x in np.atleast_1d(d))

@@ -11,6 +11,8 @@ relative to its parent.  Dimensions of every four-bar are Saha & Schiehlen's
 import numpy as np
 
 from loopdyn.analysis.assembly import assemble
+from loopdyn.errors import ModelError
+from loopdyn.examples.params import parameters
 from loopdyn.examples.planar import G_PLANAR, _angle, circle_intersection
 from loopdyn.examples.shapes import box, rod
 from loopdyn.model import ModelBuilder, Revolute
@@ -35,6 +37,10 @@ def _finish(model, guess, description):
     return model
 
 
+@parameters(
+    cut=("text", "where the loop is cut: internal or terminal"),
+    theta1=("rad", "crank angle from the ground line"),
+)
 def four_bar_cut(cut="internal", theta1=np.pi / 6):
     """Saha & Schiehlen's four-bar with the loop cut at the coupler–rocker hinge or at the
     rocker's ground pivot (Jain Sec. 5.2–5.3); both cuts describe the same motion.
@@ -73,10 +79,13 @@ def four_bar_cut(cut="internal", theta1=np.pi / 6):
         b.add_closure("rocker_ground", "pivot_D", "rocker_end", "revolute")
         guess = [th1, th2, th3 - th1 - th2]
     else:
-        raise ValueError(f"four_bar_cut: cut must be 'internal' or 'terminal', got {cut!r}")
+        raise ModelError(
+            f"four_bar_cut: parameter cut must be 'internal' or 'terminal', got {cut!r}"
+        )
     return _finish(b.build(), guess, f"four-bar, {cut} cut (Jain Sec. 5.2-5.3)")
 
 
+@parameters(N=("count", "number of four-bars"), theta1=("rad", "crank angle of each four-bar"))
 def four_bar_chain(N=4, theta1=np.pi / 6):
     """N four-bars in series, each one's ground link the previous one's crank.
 
@@ -93,9 +102,6 @@ def four_bar_chain(N=4, theta1=np.pi / 6):
     left-turn side (the configuration of ``four_bar``, repeated).  The aggregation has N
     aggregated bodies {crank k, coupler k, rocker k} in series.
     """
-    N = int(N)
-    if N < 1:
-        raise ValueError("four_bar_chain needs N >= 1")
     b = ModelBuilder(f"four_bar_chain_{N}", gravity=G_PLANAR, planar=True)
     th1, th2, th3, _ = _four_bar_angles(theta1)
     parent = "ground"
@@ -119,6 +125,11 @@ def four_bar_chain(N=4, theta1=np.pi / 6):
     return _finish(model, guess, f"{N} four-bars in series (Jain Sec. 5.2)")
 
 
+@parameters(
+    N=("count", "number of geared links"),
+    ratio=("-", "gear ratio rotor/link"),
+    link_length=("m", "length of each link"),
+)
 def geared_chain(N=4, ratio=6.0, link_length=0.4):
     """N links, each driven through a gear of ``ratio`` by a motor rotor mounted on the
     link before it (Jain Sec. 5.1, Figs. 6–7).
@@ -131,9 +142,6 @@ def geared_chain(N=4, ratio=6.0, link_length=0.4):
     (two base bodies each, X_𝒮 = [ratio; 1] constant).  ``q0``: link 0 at −60°, then
     each link 15° further, rotors at ratio × their links.
     """
-    N = int(N)
-    if N < 1:
-        raise ValueError("geared_chain needs N >= 1")
     r_rot, h_rot, m_rot = 0.025, 0.05, 0.3
     rotor = {
         "mass": m_rot,
@@ -163,6 +171,11 @@ def geared_chain(N=4, ratio=6.0, link_length=0.4):
     return model
 
 
+@parameters(
+    knee_angle=("rad", "knee flexion of q0"),
+    geared=("flag", "drive the knee crank through a geared rotor"),
+    ratio=("-", "gear ratio rotor/crank when geared"),
+)
 def closed_knee_leg(knee_angle=0.9, geared=False, ratio=8.0):
     """A legged-robot leg whose knee is driven by a motor at the hip through a four-bar.
 

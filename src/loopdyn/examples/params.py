@@ -5,7 +5,9 @@ the factory then refuses a parameter that is not a finite number of the right
 kind with a ``ModelError`` naming it, and ``ld.examples.parameters(name)`` lists
 them (``loopdyn models --params``).  Units: ``"rad"`` (angles; on the command line
 they need a unit, ``90deg`` or ``1.57rad``), ``"m"``, ``"count"`` (a positive
-integer), ``"seed"`` (a non-negative integer) and ``"-"`` (other).
+integer), ``"seed"`` (a non-negative integer), ``"flag"`` (a bool: ``true``/``false``
+on the command line), ``"text"`` (a string; the factory checks its choices) and ``"-"``
+(other numbers).
 """
 
 import functools
@@ -16,7 +18,7 @@ import numpy as np
 
 from loopdyn.errors import ModelError
 
-UNITS = ("rad", "m", "count", "seed", "-")
+UNITS = ("rad", "m", "count", "seed", "flag", "text", "-")
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,14 @@ def _check(model, name, unit, value):
         if value < (1 if unit == "count" else 0):
             raise ModelError(f"{what} must be {'>= 1' if unit == 'count' else '>= 0'}, got {value}")
         return int(value)
+    if unit == "flag":
+        if not isinstance(value, (bool, np.bool_)):
+            raise ModelError(f"{what} must be True or False, got {value!r}")
+        return bool(value)
+    if unit == "text":
+        if not isinstance(value, str):
+            raise ModelError(f"{what} must be a string, got {value!r}")
+        return value
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
