@@ -574,7 +574,9 @@ def residuals(oracle, qdd, tau):
     (the part no multiplier can explain), relative to |τ - h| + |M q̈|.
     """
     J, gamma = oracle.J, oracle.gamma
-    cscale = max(np.abs(J).max(initial=0.0) * np.abs(qdd).max(initial=0.0), np.abs(gamma).max(initial=0.0))
+    cscale = max(
+        np.abs(J).max(initial=0.0) * np.abs(qdd).max(initial=0.0), np.abs(gamma).max(initial=0.0)
+    )
     rc = float(np.abs(J @ qdd - gamma).max(initial=0.0) / max(cscale, 1e-300))
     f = oracle.M @ qdd + oracle.h - tau
     if J.shape[0]:
