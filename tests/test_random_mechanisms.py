@@ -258,6 +258,31 @@ def test_a_vacuous_closure_gives_the_tree_answer(method):
     np.testing.assert_allclose(qdd, ld.aba(model, [0.3], [1.0], [0.5]), rtol=1e-12)
 
 
+@pytest.mark.parametrize("method", mx.METHODS)
+def test_a_ball_closure_on_a_hinge_centre_is_vacuous_while_it_moves(method):
+    """Found by hypothesis: a ball closure on the centre of a tilted hinge under a
+    spinning ball joint.  Its rows are identically zero and γ = -J̇q̇ is rounding
+    (~1e-17) that J q̈ can never match; the answer is the tree's, not an error."""
+    b = ld.ModelBuilder("vacuous_ball")
+    b.add_body("b0", "ground", ld.Spherical(), rpy=(-0.34, 0.41, 0.84), mass=0.2,
+               com=(-0.4, 0.05, 0.5), inertia=(0.001, 0.0012, 0.0013))  # fmt: skip
+    hinge = (0.02, -0.43, -0.61)
+    b.add_body("b1", "b0", ld.Revolute((0.82, 0.57, 0.0)), xyz=hinge, mass=1.0,
+               com=(0.15, -0.31, -0.01), inertia=(7e-5, 7e-5, 7e-5))  # fmt: skip
+    b.add_frame("on_b1", "b1", rpy=(0.0, 0.8, 0.0))
+    b.add_frame("on_b0", "b0", xyz=hinge)
+    b.add_closure("ball", "on_b1", "on_b0", "ball")
+    model = b.build()
+    q = np.array([0.77, 0.64, 0.0, 0.0, 0.3])
+    q[:4] /= np.linalg.norm(q[:4])
+    v, tau = np.array([-0.57, -0.04, -0.57, 0.9]), np.array([0.1, 1.5, -2.6, -1.4])
+    _, J, gamma = ld.constraints(model, q, v)
+    assert np.abs(J).max() < 1e-15 and ld.constraint_rank(model, q).rank == 0
+    assert np.abs(gamma).max() > 0.0  # rounding: what J q̈ cannot match
+    res = ld.forward_dynamics(model, q, v, tau, method=method)
+    np.testing.assert_allclose(res.qdd, ld.aba(model, q, v, tau), rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize(
     "method",
     [m for m in mx.METHODS],

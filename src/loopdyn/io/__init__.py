@@ -27,6 +27,7 @@ _XML_OPTIONS = (
     "cut_joints",
     "planar",
     "massless",
+    "nonphysical_inertia",
     "couplings",
     "assemble",
     "actuated",
@@ -78,6 +79,9 @@ def load(path, format=None, **options):
     - ``planar``: build a planar model (x–y plane, closures with planar rows);
     - ``massless``: ``"error"`` (default) or a mass in kg given to moving bodies
       without mass or with a singular inertia (see docs/io.md);
+    - ``nonphysical_inertia``: ``"error"`` (default) or ``"accept"``: positive
+      definite inertias that violate the triangle inequality (reflected rotor
+      inertias) are accepted and listed in ``metadata["nonphysical_inertia"]``;
     - ``couplings``: ``"couple"`` (mimic / gearbox / joint equality as coupling
       closures; an error if this loopdyn has none) or ``"ignore"``;
     - ``assemble``: solve the closures from the file's reference pose for ``q0``;

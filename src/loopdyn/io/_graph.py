@@ -37,6 +37,7 @@ from loopdyn.model import (
     Spherical,
     Universal,
 )
+from loopdyn.model.model import triangle_inequality
 
 WORLD = "world"
 
@@ -176,6 +177,7 @@ class Options:
     cut_joints: tuple = ()
     planar: bool = False
     massless: object = "error"
+    nonphysical_inertia: str = "error"
     couplings: str = "couple"
     assemble: bool = True
     actuated: tuple | None = None
@@ -223,6 +225,10 @@ class _Builder:
         m = opts.massless
         if not (m == "error" or (isinstance(m, (int, float)) and np.isfinite(m) and m > 0)):
             raise ModelError(f"massless must be 'error' or a positive mass in kg, got {m!r}")
+        if opts.nonphysical_inertia not in ("error", "accept"):
+            raise ModelError(
+                f"nonphysical_inertia must be 'error' or 'accept', got {opts.nonphysical_inertia!r}"
+            )
         self.overrides = {}
 
     def _fresh_meta(self):
@@ -238,6 +244,7 @@ class _Builder:
             "cut_joints": {},
             "couplings": [],
             "regularized": {},
+            "nonphysical_inertia": [],
             "renamed": {},
             "planar_joints": {},
             "reduced_closures": {},
@@ -616,6 +623,9 @@ class _Builder:
                     "com": com.tolist(),
                 }
             P = info["P"]
+            physical = self.o.nonphysical_inertia == "error"
+            if not physical and not triangle_inequality(np.linalg.eigvalsh(I)):
+                self.meta["nonphysical_inertia"].append(name)
             try:
                 b.add_body(
                     name,
@@ -627,9 +637,12 @@ class _Builder:
                     com=com,
                     inertia=I,
                     joint_name=info["joint_name"],
+                    physical=physical,
                 )
             except ModelError as e:
-                raise d.error(line, what, str(e)) from None
+                msg = str(e).replace("add the body with physical=False", "load with "
+                                     "nonphysical_inertia='accept'")  # fmt: skip
+                raise d.error(line, what, msg) from None
         if self.ground_parts:
             self.meta["notes"].append(
                 "inertia of links fixed to the ground is not used: " + ", ".join(self.ground_parts)

@@ -27,6 +27,7 @@ rad, m/s² — unless a named parameter says otherwise)::
     com = ["crank / 2", 0.0, 0.0]                # numbers or expressions of parameters
     inertia = [1.35e-05, 0.01125, 0.01125]       # principal moments or a 3×3 matrix
     actuated = true
+    physical = true                              # false: moments may break I1 + I2 >= I3
 
     [[frames]]
     name = "coupler_tip"
@@ -78,6 +79,7 @@ from loopdyn.model import (
 )
 from loopdyn.model.closures import CouplingSpec
 from loopdyn.model.joints import FIXED, FREE, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
+from loopdyn.model.model import triangle_inequality
 
 FORMAT = "loopdyn-model"
 VERSION = 1
@@ -106,7 +108,7 @@ _TYPES = {
 _TOP = {"format", "version", "name", "description", "planar", "gravity", "q0", "parameters",
         "bodies", "frames", "closures", "couplings"}  # fmt: skip
 _BODY = {"name", "parent", "joint", "type", "axis", "axis2", "xyz", "rotation", "rpy", "mass",
-         "com", "inertia", "actuated"}  # fmt: skip
+         "com", "inertia", "actuated", "physical"}  # fmt: skip
 _FRAME = {"name", "body", "xyz", "rotation", "rpy"}
 _CLOSURE = {"name", "frame_a", "frame_b", "kind", "axis", "axis2", "rotation_axes",
             "translation_axes"}  # fmt: skip
@@ -259,6 +261,8 @@ def dumps(model):
             out.append(f"inertia = {_mat(I)}")
         if actuated:
             out.append("actuated = true")
+        if not triangle_inequality(np.linalg.eigvalsh(I)):
+            out.append("physical = false")
     if covered != act:
         raise ModelError(
             f"{model.name}: actuated coordinates {sorted(act - covered)} do not cover whole "
@@ -662,6 +666,9 @@ def _add_body(r, b, t, i, names):
     actuated = t.get("actuated", False)
     if not isinstance(actuated, bool):
         raise r.error("bodies", i, "actuated", what, "actuated must be true or false")
+    physical = t.get("physical", True)
+    if not isinstance(physical, bool):
+        raise r.error("bodies", i, "physical", what, "physical must be true or false")
     jname = t.get("joint", name)
     if not isinstance(jname, str) or not jname:
         raise r.error("bodies", i, "joint", what, "joint must be a non-empty name")
@@ -677,6 +684,7 @@ def _add_body(r, b, t, i, names):
             inertia=I,
             actuated=actuated,
             joint_name=jname,
+            physical=physical,
         )
     except ModelError as e:
         raise r.error("bodies", i, None, what, str(e)) from None

@@ -28,8 +28,15 @@ PIVOT_TOL = 1e-14
 # |J q̈ - γ|∞ <= RESIDUAL_TOL (|J|∞ |q̈|∞ + |γ|∞): what a backward-stable solve achieves
 # (~1e-15) with room for rounding on large models; instabilities leave far more
 RESIDUAL_TOL = 1e-10
-# d.diag slots: the last call's quality, its relative residual, its acceleration scale
-DIAG_QUALITY, DIAG_RESIDUAL, DIAG_ASCALE = 0, 1, 2
+# d.diag slots: the last call's quality, its relative residual, its acceleration scale,
+# the refinement steps it took
+DIAG_QUALITY, DIAG_RESIDUAL, DIAG_ASCALE, DIAG_REFINED = 0, 1, 2, 3
+# Iterative refinement (SLM, recursive_lambda): their Schur complement J M⁻¹ Jᵀ squares
+# the conditioning of J, so below this pivot ratio the first solve may be off by more
+# than ~1e-12 relative; each step solves the same system for the residual of the
+# closed-loop equations and gains a factor ~ eps · condition
+REFINE_RATIO = 1e-3
+MAX_REFINE = 4
 
 
 @njit(cache=True, inline="always")
@@ -145,6 +152,36 @@ def accept(m, d, quality, qdd, lam, r, ascale):
     if rel > RESIDUAL_TOL:
         return INACCURATE
     return quality
+
+
+@njit(cache=True)
+def kkt_residual(m, d, tau, qdd, lam, r, r1, r2):
+    """Residuals of the closed-loop equations at (q̈, λ) on the kinematics in ``d``:
+    r1 = τ + Jᵀλ - M q̈ - h (nv; the RNEA with λ's closure loads, O(n), no M) and
+    r2 = γ - J q̈ on the first ``r`` independent rows.  Overwrites ``A``, ``F``,
+    ``fext`` and ``tauc``; needs ``Xrel``, ``S``, ``V``, ``C`` and the closure rows."""
+    closure_loads(m, d, d.rows[:r], lam, d.fext, d.tauc)
+    rnea_from_kinematics(m, d, as_input(qdd), as_input(d.fext), r1)
+    for i in range(m.nv):
+        r1[i] = tau[i] + d.tauc[i] - r1[i]
+    for a in range(r):
+        ra = d.rows[a]
+        s = d.gamma[ra]
+        for j in range(m.nv):
+            s -= d.J[ra, j] * qdd[j]
+        r2[a] = s
+
+
+@njit(cache=True, inline="always")
+def refinement_verdict(step, dmax, prev, scale):
+    """After refinement step ``step`` with correction |δq̈|∞ = ``dmax`` (the previous
+    one ``prev``): 1 to apply it and go on, 0 to apply it and stop (converged), -1 to
+    stop without it (stagnated at rounding level), -2 diverging (an inaccurate solve)."""
+    if dmax <= 4e-16 * scale:
+        return 0
+    if step > 0 and dmax > 0.5 * prev:
+        return -2 if dmax > 1e-8 * scale else -1
+    return 1
 
 
 @njit(cache=True, inline="always")

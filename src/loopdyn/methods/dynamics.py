@@ -135,7 +135,7 @@ def _forward_dynamics(model, q, v, tau, method, data):
             raise ValueError(f"{model.name}: q, v or tau holds NaN or inf")
         if st == BAD_INPUT:  # pragma: no cover - the conversions above prevent it
             raise ValueError(f"{model.name}: q, v or tau has a wrong length or a zero quaternion")
-        if st > 0.0 and info.dropped.size and not _dropped_rows_hold(d, info, qdd):
+        if st > 0.0 and info.dropped.size and not _dropped_rows_hold(d, info, qdd, v):
             st = INACCURATE
         if st > 0.0:
             break
@@ -167,12 +167,21 @@ def _redetect(model, q, d):
     return info
 
 
-def _dropped_rows_hold(d, info, qdd):
+def _dropped_rows_hold(d, info, qdd, v):
     """True if the redundant (dropped) rows also satisfy J q̈ = γ, to the tolerance of
-    the acceptance check with its acceleration scale (``methods.common.accept``)."""
-    J, gamma = d.J[: d.model.m], d.gamma
+    the acceptance check with its acceleration scale (``methods.common.accept``).
+
+    The scale also holds |v|∞² times the model's size: the velocity products γ is made
+    of, whose rounding is all a vacuous row (J's row ~0, e.g. a ball closure on a
+    hinge's own centre) has left."""
+    model = d.model
+    J, gamma = d.J[: model.m], d.gamma
     res = np.abs(J[info.dropped] @ qdd - gamma[info.dropped]).max()
-    scale = np.abs(J).max() * d.diag[DIAG_ASCALE] + np.abs(gamma).max()
+    size = max(
+        np.abs(model.jgeom[:, 3]).max(initial=0.0), np.abs(model.cl_X[:, :, 3]).max(initial=0.0)
+    )
+    vv = np.abs(v).max(initial=0.0) ** 2 * max(size, 1.0)
+    scale = np.abs(J).max() * d.diag[DIAG_ASCALE] + np.abs(gamma).max() + vv
     return bool(res <= RESIDUAL_TOL * 100 * scale)
 
 

@@ -110,6 +110,7 @@ class _BodySpec:
     com: np.ndarray
     inertia: np.ndarray
     actuated: bool
+    physical: bool = True
 
 
 @dataclass
@@ -120,7 +121,7 @@ class _FrameSpec:
     p: np.ndarray
 
 
-def _check_inertia(name, mass, com, inertia):
+def _check_inertia(name, mass, com, inertia, physical=True):
     try:
         mass = float(mass)
     except (TypeError, ValueError):
@@ -144,12 +145,18 @@ def _check_inertia(name, mass, com, inertia):
             f"body {name!r}: inertia about the centre of mass is not positive definite "
             f"(principal moments {ev}); give every moment a positive value"
         )
-    if ev[0] + ev[1] < ev[2] * (1.0 - 1e-9):
+    if physical and not triangle_inequality(ev):
         raise ModelError(
             f"body {name!r}: principal moments {ev} violate the triangle inequality "
-            "(I1 + I2 >= I3) and are not those of any physical body"
+            "(I1 + I2 >= I3) and are not those of any physical body; if they are meant "
+            "(a reflected rotor inertia), add the body with physical=False"
         )
     return mass, com, I
+
+
+def triangle_inequality(moments):
+    """Whether principal moments (ascending) are those of a rigid body: I1 + I2 >= I3."""
+    return moments[0] + moments[1] >= moments[2] * (1.0 - 1e-9)
 
 
 class Model:
@@ -441,6 +448,7 @@ class ModelBuilder:
         inertia=(1.0, 1.0, 1.0),
         actuated=False,
         joint_name=None,
+        physical=True,
     ):
         """Add body ``name`` attached to ``parent`` (a body name or ``"ground"``).
 
@@ -450,7 +458,11 @@ class ModelBuilder:
         ``inertia`` (kg·m², about the centre of mass, body frame axes; 3×3 or the 3
         principal moments) describe the body.  ``actuated`` marks the joint's
         coordinates as driven.  The joint is named ``joint_name`` (default: the
-        body's name).  Returns the body name.
+        body's name).  ``physical=False`` accepts a positive definite inertia whose
+        principal moments violate the triangle inequality I1 + I2 >= I3: no rigid body
+        has one, but a lumped model may (a link carrying a motor's reflected rotor
+        inertia, Cassie's rotor references); the dynamics is well defined either way.
+        Returns the body name.
         """
         if not isinstance(name, str) or not name:
             raise ModelError(
@@ -467,7 +479,7 @@ class ModelBuilder:
                 f"body {name!r}: joint must be a loopdyn joint (Revolute, ...), got {joint!r}"
             )
         joint.axes(f"joint {joint_name!r}")  # validate axes now
-        mass, com, I = _check_inertia(name, mass, com, inertia)
+        mass, com, I = _check_inertia(name, mass, com, inertia, physical)
         p = np.asarray(xyz, dtype=float).reshape(-1)
         if p.shape != (3,) or not np.all(np.isfinite(p)):
             raise ModelError(f"joint {joint_name!r}: xyz must be a finite 3-vector")
@@ -475,7 +487,9 @@ class ModelBuilder:
         self._names.add(name)
         self._names.add(joint_name)
         self._bodies.append(
-            _BodySpec(name, parent, joint, joint_name, R, p, mass, com, I, bool(actuated))
+            _BodySpec(
+                name, parent, joint, joint_name, R, p, mass, com, I, bool(actuated), bool(physical)
+            )
         )
         return name
 
