@@ -1,0 +1,1026 @@
+"""Saha & Schiehlen's recursive minimal-order dynamics of parallel mechanisms (DeNOC).
+
+Paper: ``../shared/papers/saha-schiehlen-recursive-closed-loop-denoc.txt``.  The class
+of mechanisms (a fixed base, one platform, legs of 1-DOF joints with at most one
+actuated joint each, DOF = number of actuated joints) is detected by
+``loopdyn.topology.parallel.parallel_structure``; ``docs/denoc.md`` explains the
+algorithm with the paper's equation numbers.
+
+Conventions.  Every twist ``t = [ω; v]`` and wrench ``w = [n; f]`` below is in world
+axes about the platform point E (the platform's centre of mass, the world origin
+when all legs close on the ground), frozen at the current instant: the paper's
+``A_{e,i} t_i`` and ``A_{i,e}ᵀ w_i``.  In these coordinates the twist propagation
+matrices of (7b) are identities, ``p_i`` of the paper becomes the unit joint twist
+``s_i = A_{e,i} p_i`` (9b) and accelerations are spatial accelerations about the
+fixed point, so that
+
+    t_i = t_{i-1} + s_i θ̇_i,     ṫ_i = ṫ_{i-1} + s_i θ̈_i + ṡ_i θ̇_i          (7a)
+
+with ``ṡ_i = t_X ×m s_i``, X the body the axis is fixed in.  Each leg is a list of
+1-DOF "columns" (``parallel.Column``; a universal joint is two, a spherical joint or
+ball closure three), ordered from the base to the platform, signed along the leg.
+
+Kernels (numba, no allocation; the paper's steps):
+
+- ``joint_twists``:   s_i of every column (7b), (9b)
+- ``projections``:    p̃_i, δ_i and Φ_i of every leg, from the platform end (10)–(12)
+- ``platform_jacobian``: Φ = Σ Φ_2 (14a), its Cholesky factor and J (14b)
+- ``leg_rates``:      unactuated rates (11b)/(12b) (and accelerations) of one leg
+- ``joint_biases``:   ṡ_i θ̇_i and the leg sums ξ
+- ``body_inertias``/``body_wrenches``: M_i about E, w_i = M_i(ṫ_i - g) + t_i ×* M_i t_i (18a)
+- ``backward_pass``:  IDA-1/2 (21)–(23) and, for forward dynamics, FDA-1/2 (28)–(33)
+- ``generalized_inertia``: FDA-2/3: the GIM I = Nᵀ M N (30)–(34)
+- ``denoc_forward``/``denoc_inverse``: the algorithms; ``run`` / ``inverse``: Python entries.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit, types
+
+from loopdyn.errors import SingularityError
+from loopdyn.kernels.layout import (
+    F1,
+    I1,
+    Arena,
+    Entry,
+    block,
+    context_buffers,
+    entry_kernel,
+    model_sizes,
+    model_views,
+    tree_views,
+)
+from loopdyn.kernels.linalg import cholesky_inplace, cholesky_solve
+from loopdyn.kernels.spatial import rigid_inertia_to_parent_add
+from loopdyn.kinematics.frames import fk_kernel
+from loopdyn.methods.common import BAD_INPUT, NONFINITE_INPUT, NONFINITE_OUTPUT, input_status
+from loopdyn.model import Data
+from loopdyn.topology.parallel import ON_BASE, ON_PLATFORM, parallel_structure
+from loopdyn.validation import all_finite, configuration, vector, workspace, writable
+
+# kernel status codes (negative; a positive return value is the solve's pivot ratio)
+BAD_LEG = -10.0  # a leg's unactuated joints are dependent: δ_i ≈ 0 (info[0]: the column)
+BAD_PHI = -11.0  # Φ of eq. (14a) is singular: the platform moves with the actuators locked
+BAD_GIM = -12.0  # the GIM I of eq. (25) is not positive definite
+# relative size of δ_i (sin² of the angle between s_i and the later unactuated twists)
+# and of Φ's and I's Cholesky pivots below which the configuration is called singular
+DELTA_TOL = 1e-12
+PIVOT_TOL = 1e-13
+
+# columns of the structure table ``col`` (C, 11)
+_TYPE, _OBJ, _SUB, _SIGN, _IV, _AFTER, _G0, _G1, _SLOT, _SIDE, _ROT = range(11)
+# rows of the small-vector scratch ``vec`` (8, 6)
+_TE, _AE, _WBAR, _Y, _Z, _T1, _T2, _E = range(8)
+
+
+# --------------------------------------------------------------------------- kinematics
+@njit(cache=True)
+def joint_twists(topo, cl_body, cl_X, Xw, S, col, cax, E, s):
+    """Unit joint twists s_i = A_{e,i} p_i (eqs. 7b, 9b) of every column, signed along its leg.
+
+    ``Xw`` (nb, 4, 3) world poses and ``S`` (nb, 6, 6) body-frame motion subspaces of
+    the tree (``fk_kernel``); ``col`` the structure table, ``cax`` (C, 3) the closure
+    axes in their frame; ``E`` (3,) the platform point.  Out: ``s`` (C, 6), ``[ω; v_E]``
+    in world axes.
+    """
+    for c in range(col.shape[0]):
+        if col[c, _TYPE] == 0:
+            # tree joint: column `sub` of body b's S, rotated to world axes, moved to E
+            b, a = col[c, _OBJ], col[c, _SUB]
+            w0 = Xw[b, 0, 0] * S[b, 0, a] + Xw[b, 0, 1] * S[b, 1, a] + Xw[b, 0, 2] * S[b, 2, a]
+            w1 = Xw[b, 1, 0] * S[b, 0, a] + Xw[b, 1, 1] * S[b, 1, a] + Xw[b, 1, 2] * S[b, 2, a]
+            w2 = Xw[b, 2, 0] * S[b, 0, a] + Xw[b, 2, 1] * S[b, 1, a] + Xw[b, 2, 2] * S[b, 2, a]
+            u0 = Xw[b, 0, 0] * S[b, 3, a] + Xw[b, 0, 1] * S[b, 4, a] + Xw[b, 0, 2] * S[b, 5, a]
+            u1 = Xw[b, 1, 0] * S[b, 3, a] + Xw[b, 1, 1] * S[b, 4, a] + Xw[b, 1, 2] * S[b, 5, a]
+            u2 = Xw[b, 2, 0] * S[b, 3, a] + Xw[b, 2, 1] * S[b, 4, a] + Xw[b, 2, 2] * S[b, 5, a]
+            d0, d1, d2 = E[0] - Xw[b, 3, 0], E[1] - Xw[b, 3, 1], E[2] - Xw[b, 3, 2]
+        else:
+            # closure axis fixed in frame A or B: world direction a through the frame origin
+            k, side = col[c, _OBJ], col[c, _SIDE]
+            bb = cl_body[k, side]
+            x0, x1, x2 = cax[c, 0], cax[c, 1], cax[c, 2]
+            # direction in the body frame (the frame's rotation), then in world axes
+            f0 = cl_X[k, side, 0, 0] * x0 + cl_X[k, side, 0, 1] * x1 + cl_X[k, side, 0, 2] * x2
+            f1 = cl_X[k, side, 1, 0] * x0 + cl_X[k, side, 1, 1] * x1 + cl_X[k, side, 1, 2] * x2
+            f2 = cl_X[k, side, 2, 0] * x0 + cl_X[k, side, 2, 1] * x1 + cl_X[k, side, 2, 2] * x2
+            o0, o1, o2 = cl_X[k, side, 3, 0], cl_X[k, side, 3, 1], cl_X[k, side, 3, 2]
+            if bb >= 0:
+                a0 = Xw[bb, 0, 0] * f0 + Xw[bb, 0, 1] * f1 + Xw[bb, 0, 2] * f2
+                a1 = Xw[bb, 1, 0] * f0 + Xw[bb, 1, 1] * f1 + Xw[bb, 1, 2] * f2
+                a2 = Xw[bb, 2, 0] * f0 + Xw[bb, 2, 1] * f1 + Xw[bb, 2, 2] * f2
+                p0 = Xw[bb, 3, 0] + Xw[bb, 0, 0] * o0 + Xw[bb, 0, 1] * o1 + Xw[bb, 0, 2] * o2
+                p1 = Xw[bb, 3, 1] + Xw[bb, 1, 0] * o0 + Xw[bb, 1, 1] * o1 + Xw[bb, 1, 2] * o2
+                p2 = Xw[bb, 3, 2] + Xw[bb, 2, 0] * o0 + Xw[bb, 2, 1] * o1 + Xw[bb, 2, 2] * o2
+            else:
+                a0, a1, a2, p0, p1, p2 = f0, f1, f2, o0, o1, o2
+            if col[c, _ROT] == 1:
+                w0, w1, w2, u0, u1, u2 = a0, a1, a2, 0.0, 0.0, 0.0
+            else:
+                w0, w1, w2, u0, u1, u2 = 0.0, 0.0, 0.0, a0, a1, a2
+            d0, d1, d2 = E[0] - p0, E[1] - p1, E[2] - p2
+        g = float(col[c, _SIGN])
+        s[c, 0] = g * w0
+        s[c, 1] = g * w1
+        s[c, 2] = g * w2
+        # v_E = v_o + ω × (E - o)
+        s[c, 3] = g * (u0 + w1 * d2 - w2 * d1)
+        s[c, 4] = g * (u1 + w2 * d0 - w0 * d2)
+        s[c, 5] = g * (u2 + w0 * d1 - w1 * d0)
+
+
+@njit(cache=True)
+def projections(leg, s, pt, delta, Phi2, tmp):
+    """p̃_i, δ_i and the projection matrices Φ_i of every leg, eqs. (9b)–(12d).
+
+    Per leg, from the platform end (i = m, …, 1), skipping the actuated joint k:
+    p̃_i = Φ_{i+1} s_i (11c, 12c), δ_i = p̃_iᵀ p̃_i, Φ_i = Φ_{i+1} - p̃_i p̃_iᵀ / δ_i
+    (11d, 12d) with Φ_{m+1} = 1: Gram–Schmidt on the leg's unactuated twists, so each
+    Φ_i is the orthogonal projector onto the complement of the unactuated twists
+    s_i … s_m (eq. 10b: Φ_iᵀ Φ_i = Φ_i Φ_iᵀ = Φ_i).  The paper shifts the index of
+    Φ by one below k (Φ_{i+2} in (12)); here the running projector simply skips k.
+    Out: ``pt`` (C, 6), ``delta`` (C), ``Phi2`` (L, 6, 6): each leg's last projector
+    Φ_2 (of eq. 13a).  ``tmp`` (6,) scratch.  Returns -1, or the first column whose
+    δ_i is below ``DELTA_TOL`` ‖s_i‖² (the leg's unactuated joints are dependent).
+    """
+    for l in range(leg.shape[0]):
+        c0, c1, k = leg[l, 0], leg[l, 1], leg[l, 2]
+        P = Phi2[l]
+        for r in range(6):
+            for c in range(6):
+                P[r, c] = 1.0 if r == c else 0.0
+        for i in range(c1 - 1, c0 - 1, -1):
+            if i == k:
+                continue
+            ss = 0.0
+            d = 0.0
+            for r in range(6):
+                x = 0.0
+                for c in range(6):
+                    x += P[r, c] * s[i, c]
+                pt[i, r] = x
+                d += x * x
+                ss += s[i, r] * s[i, r]
+            if d < 1e-2 * ss:
+                # strong cancellation: project once more so that p̃_i stays orthogonal
+                # to the later p̃_j (Φ is a projector: Φ p̃_i = p̃_i in exact arithmetic)
+                for r in range(6):
+                    x = 0.0
+                    for c in range(6):
+                        x += P[r, c] * pt[i, c]
+                    tmp[r] = x
+                d = 0.0
+                for r in range(6):
+                    pt[i, r] = tmp[r]
+                    d += tmp[r] * tmp[r]
+            if not d > DELTA_TOL * ss:
+                return i
+            delta[i] = d
+            inv = 1.0 / d
+            for r in range(6):
+                a = pt[i, r] * inv
+                for c in range(6):
+                    P[r, c] -= a * pt[i, c]
+    return -1
+
+
+@njit(cache=True)
+def platform_jacobian(leg, s, Phi2, Phi, Lc, J):
+    """Φ = Σ_l Φ_2⁽ˡ⁾ (eq. 14a), its Cholesky factor ``Lc`` and J = Φ⁻¹ [Φ_2 s_k]⁽ˡ⁾ (14b).
+
+    Legs closing on the ground (``leg[l, 3]``) have t_e = 0 and no part in Φ; their
+    columns of J are zero, as are those of the legs without actuator.  Returns the
+    Cholesky pivot ratio of Φ (1.0 when no leg reaches a platform; 0.0: singular).
+    """
+    L = leg.shape[0]
+    n = J.shape[1]
+    for r in range(6):
+        for c in range(n):
+            J[r, c] = 0.0
+        for c in range(6):
+            Phi[r, c] = 0.0
+    any_platform = False
+    for l in range(L):
+        if leg[l, 3] == 0:
+            any_platform = True
+            for r in range(6):
+                for c in range(6):
+                    Phi[r, c] += Phi2[l, r, c]
+    if not any_platform:
+        return 1.0
+    for r in range(6):
+        for c in range(6):
+            Lc[r, c] = Phi[r, c]
+    ratio = cholesky_inplace(Lc, 6)
+    if not ratio > PIVOT_TOL:
+        return 0.0
+    for l in range(L):
+        k = leg[l, 2]
+        if k < 0 or leg[l, 3] == 1:
+            continue
+        x = J[:, l]
+        for r in range(6):
+            t = 0.0
+            for c in range(6):
+                t += Phi2[l, r, c] * s[k, c]
+            x[r] = t
+        cholesky_solve(Lc, 6, x)
+    return ratio
+
+
+@njit(cache=True)
+def leg_rates(c0, c1, k, s, pt, delta, target, th_k, b, rate, cum):
+    """Joint rates (or accelerations) of one leg, eqs. (11b) and (12b), base to platform.
+
+    ``target``: t_e (velocities) or ṫ_e - ξ (accelerations; 0 - ξ for a leg closing
+    on the ground); ``th_k``: the actuated joint's rate (ignored if k < 0).  For
+    i ≠ k: θ_i = p̃_iᵀ (target - Σ_{j<i} s_j θ_j - [i < k] s_k θ_k) / δ_i, the
+    paper's (11b) for i > k and (12b), with t'_e = t_e - s_k θ̇_k (12a), for i < k.
+    Out: ``rate`` (C) and ``cum`` (C, 6): Σ_{j<=i} (s_j θ_j + b_j), the twist (or
+    spatial acceleration) of the body after column i; ``b`` (C, 6) are the columns'
+    bias accelerations ṡ_j θ̇_j (pass zeros for velocities).
+    """
+    a0 = a1 = a2 = a3 = a4 = a5 = 0.0  # Σ s_j θ_j
+    m0 = m1 = m2 = m3 = m4 = m5 = 0.0  # Σ (s_j θ_j + b_j)
+    for i in range(c0, c1):
+        if i == k:
+            r = th_k
+        else:
+            y0, y1, y2 = target[0] - a0, target[1] - a1, target[2] - a2
+            y3, y4, y5 = target[3] - a3, target[4] - a4, target[5] - a5
+            if i < k:
+                y0 -= s[k, 0] * th_k
+                y1 -= s[k, 1] * th_k
+                y2 -= s[k, 2] * th_k
+                y3 -= s[k, 3] * th_k
+                y4 -= s[k, 4] * th_k
+                y5 -= s[k, 5] * th_k
+            r = (
+                pt[i, 0] * y0 + pt[i, 1] * y1 + pt[i, 2] * y2
+                + pt[i, 3] * y3 + pt[i, 4] * y4 + pt[i, 5] * y5
+            ) / delta[i]  # fmt: skip
+        rate[i] = r
+        a0 += s[i, 0] * r
+        a1 += s[i, 1] * r
+        a2 += s[i, 2] * r
+        a3 += s[i, 3] * r
+        a4 += s[i, 4] * r
+        a5 += s[i, 5] * r
+        m0 += s[i, 0] * r + b[i, 0]
+        m1 += s[i, 1] * r + b[i, 1]
+        m2 += s[i, 2] * r + b[i, 2]
+        m3 += s[i, 3] * r + b[i, 3]
+        m4 += s[i, 4] * r + b[i, 4]
+        m5 += s[i, 5] * r + b[i, 5]
+        cum[i, 0] = m0
+        cum[i, 1] = m1
+        cum[i, 2] = m2
+        cum[i, 3] = m3
+        cum[i, 4] = m4
+        cum[i, 5] = m5
+
+
+@njit(cache=True)
+def joint_biases(leg, col, s, tw, rate, b, xi):
+    """b_i = ṡ_i θ̇_i = (t_X ×m s_i) θ̇_i for every column, and ξ = Σ_i b_i per leg.
+
+    The axis of column i is fixed in body X: the body before its joint along the
+    leg (twist ``tw`` of the column before the joint, 0 at the base) or the one
+    after it (``tw`` of the joint's last column); the motion cross product is
+    [ω; v] ×m [ω'; v'] = [ω × ω'; ω × v' + v × ω'].  ``xi`` (L, 6): each leg's
+    ṫ_e when all its θ̈ vanish, the term the paper folds into "the time
+    derivatives of (7a), (8) with necessary algebraic manipulation" (Sec. VI.A).
+    """
+    for l in range(leg.shape[0]):
+        c0, c1 = leg[l, 0], leg[l, 1]
+        for r in range(6):
+            xi[l, r] = 0.0
+        for i in range(c0, c1):
+            if col[i, _AFTER] == 1:
+                j = col[i, _G1]
+            else:
+                j = col[i, _G0] - 1
+            if j >= c0:
+                t0, t1, t2, t3, t4, t5 = tw[j, 0], tw[j, 1], tw[j, 2], tw[j, 3], tw[j, 4], tw[j, 5]
+            else:
+                t0 = t1 = t2 = t3 = t4 = t5 = 0.0
+            x0, x1, x2, x3, x4, x5 = s[i, 0], s[i, 1], s[i, 2], s[i, 3], s[i, 4], s[i, 5]
+            r = rate[i]
+            b[i, 0] = (t1 * x2 - t2 * x1) * r
+            b[i, 1] = (t2 * x0 - t0 * x2) * r
+            b[i, 2] = (t0 * x1 - t1 * x0) * r
+            b[i, 3] = (t1 * x5 - t2 * x4 + t4 * x2 - t5 * x1) * r
+            b[i, 4] = (t2 * x3 - t0 * x5 + t5 * x0 - t3 * x2) * r
+            b[i, 5] = (t0 * x4 - t1 * x3 + t3 * x1 - t4 * x0) * r
+            for c in range(6):
+                xi[l, c] += b[i, c]
+
+
+# --------------------------------------------------------------------------- dynamics
+@njit(cache=True)
+def body_inertias(bslot, inertia, Xw, E, Ms, p):
+    """M_i of eq. (2) of every leg body and of the platform, about E in world axes.
+
+    ``bslot`` (nb): slot of each body (``ON_BASE``: skipped, ``ON_PLATFORM``: the last
+    slot); bodies welded together share a slot and their inertias add.  ``p`` (3,)
+    is scratch.
+    """
+    NS = Ms.shape[0] - 1
+    for sl in range(NS + 1):
+        for r in range(6):
+            for c in range(6):
+                Ms[sl, r, c] = 0.0
+    for i in range(bslot.shape[0]):
+        sl = bslot[i]
+        if sl == ON_BASE:
+            continue
+        if sl == ON_PLATFORM:
+            sl = NS
+        for r in range(3):
+            p[r] = Xw[i, 3, r] - E[r]
+        rigid_inertia_to_parent_add(Xw[i, :3], p, inertia[i], Ms[sl])
+
+
+@njit(cache=True, inline="always")
+def _wrench(M, t, a, gravity, out):
+    """out = M (a - g) + t ×* (M t): the Newton–Euler wrench of eq. (18a) about E.
+
+    Gravity enters as an acceleration of the base (the paper's Sec. IV, after [15]);
+    the force cross product is [ω; v] ×* [n; f] = [ω × n + v × f; ω × f].
+    """
+    a3, a4, a5 = a[3] - gravity[0], a[4] - gravity[1], a[5] - gravity[2]
+    t0, t1, t2, t3, t4, t5 = t[0], t[1], t[2], t[3], t[4], t[5]
+    n0 = M[0, 0] * t0 + M[0, 1] * t1 + M[0, 2] * t2 + M[0, 3] * t3 + M[0, 4] * t4 + M[0, 5] * t5
+    n1 = M[1, 0] * t0 + M[1, 1] * t1 + M[1, 2] * t2 + M[1, 3] * t3 + M[1, 4] * t4 + M[1, 5] * t5
+    n2 = M[2, 0] * t0 + M[2, 1] * t1 + M[2, 2] * t2 + M[2, 3] * t3 + M[2, 4] * t4 + M[2, 5] * t5
+    f0 = M[3, 0] * t0 + M[3, 1] * t1 + M[3, 2] * t2 + M[3, 3] * t3 + M[3, 4] * t4 + M[3, 5] * t5
+    f1 = M[4, 0] * t0 + M[4, 1] * t1 + M[4, 2] * t2 + M[4, 3] * t3 + M[4, 4] * t4 + M[4, 5] * t5
+    f2 = M[5, 0] * t0 + M[5, 1] * t1 + M[5, 2] * t2 + M[5, 3] * t3 + M[5, 4] * t4 + M[5, 5] * t5
+    for r in range(6):
+        out[r] = (
+            M[r, 0] * a[0] + M[r, 1] * a[1] + M[r, 2] * a[2] + M[r, 3] * a3 + M[r, 4] * a4
+            + M[r, 5] * a5
+        )  # fmt: skip
+    out[0] += t1 * n2 - t2 * n1 + t4 * f2 - t5 * f1
+    out[1] += t2 * n0 - t0 * n2 + t5 * f0 - t3 * f2
+    out[2] += t0 * n1 - t1 * n0 + t3 * f1 - t4 * f0
+    out[3] += t1 * f2 - t2 * f1
+    out[4] += t2 * f0 - t0 * f2
+    out[5] += t0 * f1 - t1 * f0
+
+
+@njit(cache=True)
+def body_wrenches(slotcol, Ms, tw, ac, te, ae, gravity, ws):
+    """w_i = M_i (ṫ_i - g) + t_i ×* M_i t_i (eq. 18a) of every leg body and of the platform.
+
+    ``slotcol`` (NS): the column after which each leg body sits, whose ``tw`` and ``ac``
+    are the body's twist and acceleration; the platform (last slot) has t_e, ṫ_e.
+    """
+    NS = slotcol.shape[0]
+    for sl in range(NS):
+        c = slotcol[sl]
+        _wrench(Ms[sl], tw[c], ac[c], gravity, ws[sl])
+    _wrench(Ms[NS], te, ae, gravity, ws[NS])
+
+
+@njit(cache=True)
+def backward_pass(leg, col, s, pt, delta, ws, tau, Ms, want_gim, l7, R7, P, Q, rv):
+    """IDA-1/2 (eqs. 20–23) and, if ``want_gim``, FDA-1/2 (eqs. 27–33), leg by leg.
+
+    Each leg's body twists are linear in y = (t_e, θ̇_k) (7 numbers):
+    t_i = Ψ_i t_{i-1} + s_i ρ_iᵀ y (15a–e), with Ψ_i = 1 - s_i p̃_iᵀ/δ_i (15f),
+    ρ_i = (p̃_i, -[i < k] p̃_iᵀ s_k)/δ_i for unactuated i and ρ_k = e_7 (Ψ_k = 1).
+
+    IDA-1 (21): w̃_i = w_i + Ψ_{i+1}ᵀ w̃_{i+1}, i.e. w̃ ← w̃ - p̃_i f_i/δ_i with
+    f_i = s_iᵀ w̃_i - τ_i (τ_i: a joint force applied to coordinate i, with ``tau``);
+    IDA-2 (22)–(23): the leg's generalized force on y, l7 = Σ_i ρ_i f_i (6 + 1
+    numbers; the first six, g = Σ_{i≠k} p̃_i f_i/δ_i, act on the platform).
+
+    FDA-1 (28): the composite inertia with the modified propagation,
+    M̃_i = M_i + Ψ_{i+1}ᵀ M̃_{i+1} Ψ_{i+1}, and FDA-2 (29)–(33): the sums of its
+    blocks that the paper writes M̃_(pq:rs), here accumulated by the backward
+    recursion E_i(t_{i-1}, y) = t_{i-1}ᵀ P_i t_{i-1} + 2 t_{i-1}ᵀ Q_i y + yᵀ R_i y of
+    the leg's kinetic energy (×2): P_i = Ψ_iᵀ M̃_i Ψ_i, Q_i = Ψ_iᵀ (M̃_i s_i ρ_iᵀ +
+    Q_{i+1}), R_i = R_{i+1} + ρ_i s_iᵀM̃_i s_i ρ_iᵀ + ρ_i s_iᵀQ_{i+1} + Q_{i+1}ᵀ s_i ρ_iᵀ;
+    ``R7[l]`` = R_1 = [[X⁽ˡ⁾, Y⁽ˡ⁾], [Y⁽ˡ⁾ᵀ, Z⁽ˡ⁾]] (X, Y of eqs. 31–32).
+    Scratch: ``P`` (6, 6), ``Q`` (6, 7), ``rv`` (3, 7).  Cost O(m) per leg.
+    """
+    with_tau = tau.shape[0] > 0
+    for l in range(leg.shape[0]):
+        c0, c1, k = leg[l, 0], leg[l, 1], leg[l, 2]
+        w0 = w1 = w2 = w3 = w4 = w5 = 0.0  # w̃ (IDA-1)
+        for r in range(7):
+            l7[l, r] = 0.0
+        if want_gim:
+            P[:, :] = 0.0
+            Q[:, :] = 0.0
+            R7[l, :, :] = 0.0
+        for i in range(c1 - 1, c0 - 1, -1):
+            sl = col[i, _SLOT]
+            if sl >= 0:
+                w0 += ws[sl, 0]
+                w1 += ws[sl, 1]
+                w2 += ws[sl, 2]
+                w3 += ws[sl, 3]
+                w4 += ws[sl, 4]
+                w5 += ws[sl, 5]
+            # IDA-1: f_i = s_iᵀ w̃_i (minus an applied joint force)
+            f = (
+                s[i, 0] * w0 + s[i, 1] * w1 + s[i, 2] * w2 + s[i, 3] * w3 + s[i, 4] * w4
+                + s[i, 5] * w5
+            )  # fmt: skip
+            if with_tau and col[i, _IV] >= 0:
+                f -= tau[col[i, _IV]]
+            # ρ_i (7)
+            rho = rv[0]
+            if i == k:
+                for r in range(6):
+                    rho[r] = 0.0
+                rho[6] = 1.0
+                l7[l, 6] += f
+            else:
+                inv = 1.0 / delta[i]
+                for r in range(6):
+                    rho[r] = pt[i, r] * inv
+                rho[6] = 0.0
+                if i < k:
+                    rho[6] = -(
+                        pt[i, 0] * s[k, 0] + pt[i, 1] * s[k, 1] + pt[i, 2] * s[k, 2]
+                        + pt[i, 3] * s[k, 3] + pt[i, 4] * s[k, 4] + pt[i, 5] * s[k, 5]
+                    ) * inv  # fmt: skip
+                for r in range(7):
+                    l7[l, r] += rho[r] * f
+                # w̃ ← Ψ_iᵀ w̃ = w̃ - p̃_i f_i / δ_i
+                c = f * inv
+                w0 -= pt[i, 0] * c
+                w1 -= pt[i, 1] * c
+                w2 -= pt[i, 2] * c
+                w3 -= pt[i, 3] * c
+                w4 -= pt[i, 4] * c
+                w5 -= pt[i, 5] * c
+            if not want_gim:
+                continue
+            # FDA-1: M̃_i = M_i + P_{i+1} (kept in P), u = M̃_i s_i, σ = s_iᵀ u
+            if sl >= 0:
+                for r in range(6):
+                    for c in range(6):
+                        P[r, c] += Ms[sl, r, c]
+            u = rv[1]
+            sig = 0.0
+            for r in range(6):
+                x = 0.0
+                for c in range(6):
+                    x += P[r, c] * s[i, c]
+                u[r] = x
+                sig += s[i, r] * x
+            # sQ = s_iᵀ Q_{i+1}; R += σ ρρᵀ + ρ sQᵀ + sQ ρᵀ (upper triangle)
+            sQ = rv[2]
+            for c in range(7):
+                x = 0.0
+                for r in range(6):
+                    x += s[i, r] * Q[r, c]
+                sQ[c] = x
+            for r in range(7):
+                for c in range(r, 7):
+                    R7[l, r, c] += sig * rho[r] * rho[c] + rho[r] * sQ[c] + sQ[r] * rho[c]
+            # Q ← Q + u ρᵀ, then Q ← Ψ_iᵀ Q = Q - p̃_i (s_iᵀ Q)/δ_i with s_iᵀ Q = sQ + σ ρᵀ
+            for r in range(6):
+                for c in range(7):
+                    Q[r, c] += u[r] * rho[c]
+            if i != k:
+                inv = 1.0 / delta[i]
+                for c in range(7):
+                    x = (sQ[c] + sig * rho[c]) * inv
+                    for r in range(6):
+                        Q[r, c] -= pt[i, r] * x
+                # P ← Ψ_iᵀ M̃_i Ψ_i = M̃ - (p̃ uᵀ + u p̃ᵀ)/δ + σ p̃ p̃ᵀ/δ²
+                sd = sig * inv * inv
+                for r in range(6):
+                    pr, ur = pt[i, r], u[r]
+                    for c in range(r, 6):
+                        x = P[r, c] - (pr * u[c] + ur * pt[i, c]) * inv + sd * pr * pt[i, c]
+                        P[r, c] = x
+                        P[c, r] = x
+        if want_gim:
+            for r in range(7):
+                for c in range(r):
+                    R7[l, r, c] = R7[l, c, r]
+
+
+@njit(cache=True)
+def generalized_inertia(leg, J, R7, Me, X, XJ, Ig):
+    """FDA-2/3 (eqs. 29–34): the n×n GIM I = Nᵀ M N in the actuated rates.
+
+    With t_e = J θ̇ (14b) and each leg's kinetic energy yᵀ R⁽ˡ⁾ y/2 in y = (t_e,
+    θ̇_k): X = M_e + Σ_l X⁽ˡ⁾ (31), and I_ab = J_aᵀ X J_b + J_aᵀ Y⁽ᵇ⁾ + Y⁽ᵃ⁾ᵀ J_b +
+    δ_ab Z⁽ᵃ⁾ (30), the paper's M̄_ab reduced by p_k⁽ᵃ⁾ᵀ · p_k⁽ᵇ⁾ (34).  Legs closing
+    on the ground contribute Z only (their t_e is 0).  Scratch: ``X`` (6, 6),
+    ``XJ`` (6, n).  Out: ``Ig`` (n, n).
+    """
+    n = Ig.shape[0]
+    for r in range(6):
+        for c in range(6):
+            X[r, c] = Me[r, c]
+    for l in range(leg.shape[0]):
+        if leg[l, 3] == 0:
+            for r in range(6):
+                for c in range(6):
+                    X[r, c] += R7[l, r, c]
+    for r in range(6):
+        for b in range(n):
+            x = 0.0
+            for c in range(6):
+                x += X[r, c] * J[c, b]
+            XJ[r, b] = x
+    for a in range(n):
+        for b in range(a + 1):
+            x = 0.0
+            for r in range(6):
+                x += J[r, a] * (XJ[r, b] + R7[b, r, 6]) + R7[a, r, 6] * J[r, b]
+            if a == b:
+                x += R7[a, 6, 6]
+            Ig[a, b] = x
+            Ig[b, a] = x
+
+
+# ------------------------------------------------------------------------ algorithms
+Model6 = namedtuple("Model6", "topo jgeom inertia gravity cl_body cl_X")
+Tree5 = namedtuple("Tree5", "Xrel Xw S vec6 tmp33")
+Denoc = namedtuple(
+    "Denoc",
+    "leg col bslot slotcol pb cax s pt delta rate arate tw ac b Phi2 Phi Lc J xi vec Ms ws "
+    "R7 l7 P Q rv Ig Lg XJ X th thdd info none",
+)
+
+
+@njit(cache=True)
+def denoc_rates(m, t, w, q, v):
+    """Positions, projections, J and all joint rates from the actuated ones (eqs. 7–14).
+
+    Reads only the actuated entries of ``v``.  Leaves in ``w``: s, p̃, δ, Φ_2, Φ, J,
+    the column rates ``rate``, twists ``tw``, biases ``b`` and ξ, t_e (``vec[_TE]``),
+    E (``vec[_E, :3]``), θ̇ (``th``).  Returns the pivot ratio of Φ, or ``BAD_LEG``
+    (column in ``info[0]``) / ``BAD_PHI``.
+    """
+    fk_kernel(m.topo, m.jgeom, q, w.none, t.Xrel, t.Xw, t.S, t.vec6, t.tmp33)
+    # E: the platform's centre of mass (world origin without platform)
+    E = w.vec[_E]
+    pb = w.pb
+    if pb >= 0:
+        I6 = m.inertia[pb]
+        mass = I6[3, 3]
+        c0, c1, c2 = I6[2, 4] / mass, I6[0, 5] / mass, I6[1, 3] / mass
+        for r in range(3):
+            E[r] = t.Xw[pb, 3, r] + t.Xw[pb, r, 0] * c0 + t.Xw[pb, r, 1] * c1 + t.Xw[pb, r, 2] * c2
+    else:
+        for r in range(3):
+            E[r] = 0.0
+    joint_twists(m.topo, m.cl_body, m.cl_X, t.Xw, t.S, w.col, w.cax, E, w.s)
+    bad = projections(w.leg, w.s, w.pt, w.delta, w.Phi2, w.vec[_T1])
+    if bad >= 0:
+        w.info[0] = bad
+        return BAD_LEG
+    ratio = platform_jacobian(w.leg, w.s, w.Phi2, w.Phi, w.Lc, w.J)
+    if not ratio > 0.0:
+        return BAD_PHI
+    # θ̇ (6) and t_e = J θ̇ (14b)
+    n = w.th.shape[0]
+    for a in range(n):
+        w.th[a] = v[w.col[w.leg[a, 2], _IV]] if w.leg[a, 2] >= 0 else 0.0
+    te = w.vec[_TE]
+    for r in range(6):
+        x = 0.0
+        for a in range(n):
+            x += w.J[r, a] * w.th[a]
+        te[r] = x
+    # unactuated rates (11b), (12b), leg by leg (no bias at velocity level)
+    w.b[:, :] = 0.0
+    zero = w.vec[_Z]
+    zero[:] = 0.0
+    for l in range(w.leg.shape[0]):
+        thk = w.th[l] if l < n else 0.0
+        target = zero if w.leg[l, 3] == 1 else te
+        leg_rates(w.leg[l, 0], w.leg[l, 1], w.leg[l, 2], w.s, w.pt, w.delta, target, thk, w.b,
+                  w.rate, w.tw)  # fmt: skip
+    joint_biases(w.leg, w.col, w.s, w.tw, w.rate, w.b, w.xi)
+    return ratio
+
+
+@njit(cache=True)
+def denoc_accelerations(w, thdd):
+    """ṫ_e and every column's θ̈ (and body accelerations ``ac``) from the actuated θ̈.
+
+    The time derivative of (7a) along each leg gives Σ_i s_i θ̈_i = ṫ_e - ξ, so the
+    same projections apply: Φ ṫ_e = Σ_l Φ_2⁽ˡ⁾ (s_k θ̈_k + ξ⁽ˡ⁾) (the derivative of
+    14a), ṫ_e = J θ̈ + Φ⁻¹ Σ_l Φ_2⁽ˡ⁾ ξ⁽ˡ⁾, then (11b)/(12b) with target ṫ_e - ξ.
+    """
+    n = thdd.shape[0]
+    ae = w.vec[_AE]
+    y = w.vec[_Y]
+    y[:] = 0.0
+    any_platform = False
+    for l in range(w.leg.shape[0]):
+        if w.leg[l, 3] == 0:
+            any_platform = True
+            for r in range(6):
+                x = 0.0
+                for c in range(6):
+                    x += w.Phi2[l, r, c] * w.xi[l, c]
+                y[r] += x
+    if any_platform:
+        cholesky_solve(w.Lc, 6, y)
+    for r in range(6):
+        x = y[r]
+        for a in range(n):
+            x += w.J[r, a] * thdd[a]
+        ae[r] = x
+    tg = w.vec[_T2]
+    for l in range(w.leg.shape[0]):
+        closed = w.leg[l, 3] == 1
+        for r in range(6):
+            tg[r] = (0.0 if closed else ae[r]) - w.xi[l, r]
+        thk = thdd[l] if l < n else 0.0
+        leg_rates(w.leg[l, 0], w.leg[l, 1], w.leg[l, 2], w.s, w.pt, w.delta, tg, thk, w.b,
+                  w.arate, w.ac)  # fmt: skip
+
+
+@njit(cache=True)
+def denoc_inverse_dynamics(m, t, w, tau, want_gim):
+    """IDA-1..3 (eqs. 20–24) at the accelerations left by ``denoc_accelerations``.
+
+    Returns nothing; ``w.thdd`` is overwritten by the generalized forces
+    r_a = Nᵀ w - (applied ``tau``) = l7_a[6] + J_aᵀ w̄, w̄ = w_e + Σ_l g⁽ˡ⁾ (IDA-2's
+    w̄_k of eq. 22, reduced by p_kᵀ as in IDA-3, eq. 24).  With ``want_gim`` the
+    legs' R⁽ˡ⁾ of FDA-1/2 are formed in the same backward pass.
+    """
+    body_inertias(w.bslot, m.inertia, t.Xw, w.vec[_E], w.Ms, w.vec[_T1])
+    body_wrenches(w.slotcol, w.Ms, w.tw, w.ac, w.vec[_TE], w.vec[_AE], m.gravity, w.ws)
+    backward_pass(w.leg, w.col, w.s, w.pt, w.delta, w.ws, tau, w.Ms, want_gim, w.l7, w.R7, w.P,
+                  w.Q, w.rv)  # fmt: skip
+    NS = w.Ms.shape[0] - 1
+    wbar = w.vec[_WBAR]
+    for r in range(6):
+        wbar[r] = w.ws[NS, r]
+    for l in range(w.leg.shape[0]):
+        if w.leg[l, 3] == 0:
+            for r in range(6):
+                wbar[r] += w.l7[l, r]
+    n = w.thdd.shape[0]
+    for a in range(n):
+        x = w.l7[a, 6]
+        for r in range(6):
+            x += w.J[r, a] * wbar[r]
+        w.thdd[a] = x
+
+
+@njit(cache=True)
+def denoc_forward(m, t, w, q, v, tau, qdd):
+    """Forward dynamics: q̈ (every tree coordinate) from (q, v, τ); returns a pivot ratio or a
+    status < 0.
+
+    1. kinematics and all rates from θ̇ = v[actuated] (``denoc_rates``);
+    2. C θ̇ + gravity - τ by the inverse dynamics with θ̈ = 0, together with the legs'
+       FDA-1/2 reductions (``denoc_inverse_dynamics``);
+    3. the GIM I (``generalized_inertia``) and I θ̈ = τ - C θ̇ (eq. 25, Cholesky);
+    4. θ̈ of every joint from θ̈ (``denoc_accelerations``), written to q̈.
+    """
+    ratio = denoc_rates(m, t, w, q, v)
+    if not ratio > 0.0:
+        return ratio
+    n = w.thdd.shape[0]
+    w.thdd[:] = 0.0
+    denoc_accelerations(w, w.thdd)
+    denoc_inverse_dynamics(m, t, w, tau, True)
+    NS = w.Ms.shape[0] - 1
+    generalized_inertia(w.leg, w.J, w.R7, w.Ms[NS], w.X, w.XJ, w.Ig)
+    for a in range(n):
+        for c in range(n):
+            w.Lg[a, c] = w.Ig[a, c]
+    gratio = cholesky_inplace(w.Lg, n) if n > 0 else 1.0
+    if not gratio > PIVOT_TOL:
+        return BAD_GIM
+    # I θ̈ = -(C θ̇ + g - τ)
+    for a in range(n):
+        w.thdd[a] = -w.thdd[a]
+    cholesky_solve(w.Lg, n, w.thdd)
+    denoc_accelerations(w, w.thdd)
+    for i in range(w.col.shape[0]):
+        iv = w.col[i, _IV]
+        if iv >= 0:
+            qdd[iv] = w.arate[i]
+    if not all_finite(qdd):
+        return NONFINITE_OUTPUT
+    return min(ratio, gratio)
+
+
+@njit(cache=True)
+def denoc_inverse(m, t, w, q, v, qdd, tau_act):
+    """Inverse dynamics: actuator forces ``tau_act`` (n, leg order) producing the actuated
+    accelerations ``qdd[actuated]`` at (q, v); the other entries of ``qdd`` are not read
+    (the unactuated ones follow from the closures).  Returns a pivot ratio or a status."""
+    ratio = denoc_rates(m, t, w, q, v)
+    if not ratio > 0.0:
+        return ratio
+    n = w.thdd.shape[0]
+    for a in range(n):
+        tau_act[a] = qdd[w.col[w.leg[a, 2], _IV]]
+    denoc_accelerations(w, tau_act)
+    denoc_inverse_dynamics(m, t, w, w.none, False)
+    for a in range(n):
+        tau_act[a] = w.thdd[a]
+    if not all_finite(tau_act):
+        return NONFINITE_OUTPUT
+    return ratio
+
+
+# ----------------------------------------------------------------- packing and entries
+# int buffer: header | leg (L, 4) | col (C, 11) | bslot (nb) | slotcol (NS)
+# header: L, C, NS, n, pb, then the int offsets (4) and the float offsets (len(_FLOATS))
+_HEAD = 9
+_FLOATS = (
+    "cax", "s", "pt", "delta", "rate", "arate", "tw", "ac", "b", "Phi2", "Phi", "Lc", "J", "xi",
+    "vec", "Ms", "ws", "R7", "l7", "P", "Q", "rv", "Ig", "Lg", "XJ", "X", "th", "thdd", "info",
+)  # fmt: skip
+
+
+def _float_specs(L, C, NS, n):
+    shapes = {
+        "cax": (C, 3), "s": (C, 6), "pt": (C, 6), "delta": (C,), "rate": (C,), "arate": (C,),
+        "tw": (C, 6), "ac": (C, 6), "b": (C, 6), "Phi2": (L, 6, 6), "Phi": (6, 6),
+        "Lc": (6, 6), "J": (6, n), "xi": (L, 6), "vec": (8, 6), "Ms": (NS + 1, 6, 6),
+        "ws": (NS + 1, 6), "R7": (L, 7, 7), "l7": (L, 7), "P": (6, 6), "Q": (6, 7),
+        "rv": (3, 7), "Ig": (n, n), "Lg": (n, n), "XJ": (6, n), "X": (6, 6), "th": (n,),
+        "thdd": (n,), "info": (4,),
+    }  # fmt: skip
+    return [(k, shapes[k]) for k in _FLOATS]
+
+
+@njit(cache=True, inline="always")
+def denoc_views(dni, dnf):
+    """The :data:`Denoc` named tuple of views of the packed structure and workspace."""
+    L, C, NS, n, pb = dni[0], dni[1], dni[2], dni[3], dni[4]
+    leg = block(dni, dni[5], (L, 4))
+    col = block(dni, dni[6], (C, 11))
+    bslot = block(dni, dni[7], dni[8] - dni[7])
+    slotcol = block(dni, dni[8], NS)
+    o = _HEAD
+    cax = block(dnf, dni[o], (C, 3))
+    s = block(dnf, dni[o + 1], (C, 6))
+    pt = block(dnf, dni[o + 2], (C, 6))
+    delta = block(dnf, dni[o + 3], C)
+    rate = block(dnf, dni[o + 4], C)
+    arate = block(dnf, dni[o + 5], C)
+    tw = block(dnf, dni[o + 6], (C, 6))
+    ac = block(dnf, dni[o + 7], (C, 6))
+    b = block(dnf, dni[o + 8], (C, 6))
+    Phi2 = block(dnf, dni[o + 9], (L, 6, 6))
+    Phi = block(dnf, dni[o + 10], (6, 6))
+    Lc = block(dnf, dni[o + 11], (6, 6))
+    J = block(dnf, dni[o + 12], (6, n))
+    xi = block(dnf, dni[o + 13], (L, 6))
+    vec = block(dnf, dni[o + 14], (8, 6))
+    Ms = block(dnf, dni[o + 15], (NS + 1, 6, 6))
+    ws = block(dnf, dni[o + 16], (NS + 1, 6))
+    R7 = block(dnf, dni[o + 17], (L, 7, 7))
+    l7 = block(dnf, dni[o + 18], (L, 7))
+    P = block(dnf, dni[o + 19], (6, 6))
+    Q = block(dnf, dni[o + 20], (6, 7))
+    rv = block(dnf, dni[o + 21], (3, 7))
+    Ig = block(dnf, dni[o + 22], (n, n))
+    Lg = block(dnf, dni[o + 23], (n, n))
+    XJ = block(dnf, dni[o + 24], (6, n))
+    X = block(dnf, dni[o + 25], (6, 6))
+    th = block(dnf, dni[o + 26], n)
+    thdd = block(dnf, dni[o + 27], n)
+    info = block(dnf, dni[o + 28], 4)
+    none = block(dnf, 0, 0)
+    return Denoc(
+        leg, col, bslot, slotcol, pb, cax, s, pt, delta, rate, arate, tw, ac, b, Phi2, Phi, Lc,
+        J, xi, vec, Ms, ws, R7, l7, P, Q, rv, Ig, Lg, XJ, X, th, thdd, info, none,
+    )  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def _unpack(ictx, fctx):
+    mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
+    topo, cl_body, _, jgeom, inertia, gravity, cl_X, _ = model_views(mlay, mi, mf)
+    Xrel, Xw, S, vec6, _, tmp33 = tree_views(dlay, df)
+    return (
+        mlay,
+        Model6(topo, jgeom, inertia, gravity, cl_body, cl_X),
+        Tree5(Xrel, Xw, S, vec6, tmp33),
+    )
+
+
+@entry_kernel
+def denoc_forward_entry(ictx, fctx, dni, dnf, q, v, tau, qdd):
+    """``denoc_forward`` on a Data's context and the DeNOC buffers, inputs checked."""
+    mlay, m, t = _unpack(ictx, fctx)
+    w = denoc_views(dni, dnf)
+    status = input_status(mlay, m.topo, q, v, tau, block(dnf, 0, (0, 6)))
+    if status < 0.0:
+        return status
+    if qdd.shape[0] != model_sizes(mlay)[1]:
+        return BAD_INPUT
+    return denoc_forward(m, t, w, q, v, tau, qdd)
+
+
+@entry_kernel
+def denoc_inverse_entry(ictx, fctx, dni, dnf, q, v, qdd, tau_act):
+    """``denoc_inverse`` on a Data's context and the DeNOC buffers, inputs checked."""
+    mlay, m, t = _unpack(ictx, fctx)
+    w = denoc_views(dni, dnf)
+    status = input_status(mlay, m.topo, q, v, qdd, block(dnf, 0, (0, 6)))
+    if status < 0.0:
+        return status
+    if tau_act.shape[0] != dni[3]:
+        return BAD_INPUT
+    return denoc_inverse(m, t, w, q, v, qdd, tau_act)
+
+
+@entry_kernel
+def denoc_rates_entry(ictx, fctx, dni, dnf, q, v):
+    """``denoc_rates`` (kinematics only), inputs checked."""
+    mlay, m, t = _unpack(ictx, fctx)
+    w = denoc_views(dni, dnf)
+    status = input_status(mlay, m.topo, q, v, v, block(dnf, 0, (0, 6)))
+    if status < 0.0:
+        return status
+    return denoc_rates(m, t, w, q, v)
+
+
+_FORWARD = Entry(denoc_forward_entry, types.float64, I1, F1, I1, F1, F1, F1, F1, F1)
+_INVERSE = Entry(denoc_inverse_entry, types.float64, I1, F1, I1, F1, F1, F1, F1, F1)
+_RATES = Entry(denoc_rates_entry, types.float64, I1, F1, I1, F1, F1, F1)
+
+
+class DenocStructure:
+    """The packed DeNOC structure of a model (built once, cached on the model).
+
+    ``ps``: the :class:`~loopdyn.topology.parallel.ParallelStructure`; ``ints``: the
+    int buffer (header, leg and column tables, body slots); ``columns``: every
+    column in order, as ``(leg, Column)``.
+    """
+
+    def __init__(self, model, ps):
+        self.ps = ps
+        cols, legrows = [], []
+        for leg in ps.legs:
+            c0 = len(cols)
+            cols.extend((leg.index, c) for c in leg.columns)
+            k = c0 + leg.k_column if leg.k_column is not None else -1
+            legrows.append((c0, len(cols), k, 1 if leg.closes_on_base else 0))
+        C, L, NS, n = len(cols), len(ps.legs), len(ps.slots), ps.n
+        table = np.zeros((C, 11), dtype=np.int64)
+        cax = np.zeros((C, 3))
+        slotcol = np.zeros(NS, dtype=np.int64)
+        c = 0
+        for leg in ps.legs:
+            for j, name in enumerate(leg.joints):
+                g0 = c
+                while c < C and cols[c][0] == leg.index and cols[c][1].joint == name:
+                    c += 1
+                g1 = c - 1
+                for i in range(g0, c):
+                    col = cols[i][1]
+                    table[i] = (
+                        1 if col.closure else 0, col.index, col.axis, col.sign, col.v,
+                        1 if col.fixed_after else 0, g0, g1, -3, col.side,
+                        1 if col.rotation else 0,
+                    )  # fmt: skip
+                    cax[i] = col.local_axis
+                table[g1, _SLOT] = leg.after[j]
+                if leg.after[j] >= 0:
+                    slotcol[leg.after[j]] = g1
+        self.columns = tuple(cols)
+        ints = [
+            ("leg", np.array(legrows, dtype=np.int64).reshape(L, 4)),
+            ("col", table),
+            ("bslot", np.asarray(ps.body_slot, dtype=np.int64)),
+            ("slotcol", slotcol),
+        ]
+        specs = _float_specs(L, C, NS, n)
+        head = _HEAD + len(specs)
+        offs, pos = [], head
+        for _, a in ints:
+            offs.append(pos)
+            pos += a.size
+        farena = Arena(np.float64, specs)
+        header = [L, C, NS, n, ps.platform_index, *offs, *farena.offsets[:-1]]
+        self.ints = np.concatenate(
+            [np.array(header, dtype=np.int64)] + [a.ravel() for _, a in ints]
+        )
+        self.float_size = int(farena.offsets[-1])
+        self.float_specs = specs
+        self.cax = cax
+        self.L, self.C, self.NS, self.n = L, C, NS, n
+
+
+class DenocWork:
+    """A Data's DeNOC workspace: the float buffer ``buf`` and its named views ``views``."""
+
+    def __init__(self, st):
+        arena = Arena(np.float64, st.float_specs)
+        self.buf = arena.buf
+        self.views = arena.views
+        self.views["cax"][...] = st.cax
+        self.structure = st
+        self.ints = st.ints
+
+
+def structure(model, platform=None):
+    """The :class:`DenocStructure` of ``model`` (cached for the default platform)."""
+    if platform is None:
+        st = getattr(model, "_denoc_structure", None)
+        if st is None:
+            st = model._denoc_structure = DenocStructure(model, parallel_structure(model))
+        return st
+    return DenocStructure(model, parallel_structure(model, platform=platform))
+
+
+def _work(model, d):
+    w = getattr(d, "_denoc_work", None)
+    if w is None or w.structure is not getattr(model, "_denoc_structure", None):
+        w = d._denoc_work = DenocWork(structure(model))
+    return w
+
+
+def _raise(model, w, status, what="q, v or tau"):
+    st = w.structure
+    if status == NONFINITE_INPUT:
+        raise ValueError(f"{model.name}: {what} holds NaN or inf")
+    if status == BAD_INPUT:  # pragma: no cover - the checked path converts first
+        raise ValueError(f"{model.name}: {what}: wrong length or zero quaternion")
+    if status == BAD_LEG:
+        i = int(w.views["info"][0])
+        leg, col = st.columns[i]
+        raise SingularityError(
+            f"{model.name}: leg {leg + 1}: the axis {col.axis} of joint {col.joint!r} is "
+            "dependent on the leg's other unactuated joints at this configuration (δ_i ≈ 0 "
+            "in eq. 11c): a singularity of the leg"
+        )
+    if status == BAD_PHI:
+        cond = np.linalg.cond(w.views["Phi"])
+        raise SingularityError(
+            f"{model.name}: Φ = Σ Φ_2 of eq. (14a) is singular at this configuration (condition "
+            f"number {cond:.3g}): the platform can move with every actuator locked (a parallel "
+            "singularity)"
+        )
+    if status == BAD_GIM:
+        cond = np.linalg.cond(w.views["Ig"])
+        raise SingularityError(
+            f"{model.name}: the generalized inertia matrix I of eq. (25) is not positive "
+            f"definite (condition number {cond:.3g})"
+        )
+    if status == NONFINITE_OUTPUT:
+        raise SingularityError(f"{model.name}: the DeNOC solve produced non-finite values")
+
+
+def run(model, q, v, tau, data=None):
+    """Forward dynamics by DeNOC: q̈ (nv) of every tree coordinate.
+
+    In: a consistent state ``q`` (nq), ``v`` (nv; only its actuated entries are read:
+    the others follow from the closures, eqs. 11b/12b) and joint forces ``tau`` (nv,
+    any coordinate; None for zero).  Raises :class:`loopdyn.ModelError` if the model
+    is not in the DeNOC class (``ld.parallel_structure`` says why) and
+    :class:`loopdyn.SingularityError` at a singular configuration.
+    """
+    d = (model._data or model.data) if data is None else data
+    if type(d) is Data and d.model is model and tau is not None:
+        w = getattr(d, "_denoc_work", None)
+        if w is not None:
+            qdd = np.empty(model.nv)
+            try:
+                if _FORWARD.call(d.ictx, d.fctx, w.ints, w.buf, q, v, tau, qdd) > 0.0:
+                    return qdd
+            except TypeError:
+                pass
+    d = workspace(model, data)
+    w = _work(model, d)
+    q = writable(configuration(model, q))
+    v = writable(vector(v, model.nv, "v", model))
+    tau = np.zeros(model.nv) if tau is None else writable(vector(tau, model.nv, "tau", model))
+    qdd = np.empty(model.nv)
+    status = _FORWARD.call(d.ictx, d.fctx, w.ints, w.buf, q, v, tau, qdd)
+    if not status > 0.0:
+        _raise(model, w, status)
+    return qdd
+
+
+def inverse(model, q, v, qdd, data=None):
+    """Inverse dynamics by DeNOC, IDA-1..3: the actuator forces (in ``model.actuated`` order).
+
+    In: ``q`` (nq), ``v`` (nv) and ``qdd`` (nv), of which only the actuated entries
+    are read (the rest follows from the closures).  Out: the forces of the actuated
+    coordinates that produce this motion under gravity.
+    """
+    d = workspace(model, data)
+    w = _work(model, d)
+    q = writable(configuration(model, q))
+    v = writable(vector(v, model.nv, "v", model))
+    qdd = writable(vector(qdd, model.nv, "qdd", model))
+    tau = np.empty(w.structure.n)
+    status = _INVERSE.call(d.ictx, d.fctx, w.ints, w.buf, q, v, qdd, tau)
+    if not status > 0.0:
+        _raise(model, w, status, "q, v or qdd")
+    return tau
