@@ -2,6 +2,7 @@
 
 from loopdyn.examples.ladders import spatial_ladder, spatial_ladder_tree
 from loopdyn.examples.paper_mechanisms import carpet_scraper, excavator, three_rrr
+from loopdyn.examples.parallel import delta, stewart
 from loopdyn.examples.planar import five_bar, four_bar, planar_ladder, slider_crank
 from loopdyn.examples.shapes import box, rod
 from loopdyn.examples.trees import random_tree, serial_arm
@@ -18,6 +19,8 @@ _CATALOG = {
     "carpet_scraper": carpet_scraper,
     "three_rrr": three_rrr,
     "excavator": excavator,
+    "stewart": stewart,
+    "delta": delta,
 }
 
 
@@ -42,6 +45,7 @@ def get(name, **kwargs):
 __all__ = [
     "box",
     "carpet_scraper",
+    "delta",
     "excavator",
     "five_bar",
     "four_bar",
@@ -54,5 +58,6 @@ __all__ = [
     "slider_crank",
     "spatial_ladder",
     "spatial_ladder_tree",
+    "stewart",
     "three_rrr",
 ]

@@ -1024,3 +1024,189 @@ def inverse(model, q, v, qdd, data=None):
     if not status > 0.0:
         _raise(model, w, status, "q, v or qdd")
     return tau
+
+
+class DenocKinematics:
+    """The DeNOC kinematics of eqs. (7)–(14) at one state, as the compiled kernel left them.
+
+    ``E`` (3,): the platform point; per leg l (lists): ``s[l]`` (m_l, 6) the unit
+    joint twists A_{e,i} p_i (9b) about E in world axes, ``ptilde[l]`` (m_l, 6) and
+    ``delta[l]`` (m_l,) the p̃_i and δ_i of (11c)/(12c) (zero at the actuated
+    joint), ``rates[l]`` (m_l,) every joint's rate (11b)/(12b); ``Phi2`` (L, 6, 6)
+    each leg's Φ_2 (13a), ``Phi`` (6, 6) their sum (14a), ``J`` (6, n) the Jacobian
+    of (14b), ``te`` (6,) the platform twist J θ̇.  ``structure``: the
+    :class:`DenocStructure` (``structure.ps.legs[l].columns`` names the joints).
+    """
+
+    def __init__(self, st, views):
+        self.structure = st
+        leg = st.ints[st.ints[5] : st.ints[5] + 4 * st.L].reshape(st.L, 4)
+        cut = [slice(int(a), int(b)) for a, b in leg[:, :2]]
+        self.E = views["vec"][_E, :3].copy()
+        self.s = [views["s"][c].copy() for c in cut]
+        self.ptilde = [views["pt"][c].copy() for c in cut]
+        self.delta = [views["delta"][c].copy() for c in cut]
+        self.rates = [views["rate"][c].copy() for c in cut]
+        for lg, p, d in zip(st.ps.legs, self.ptilde, self.delta, strict=True):
+            if lg.k_column is not None:
+                p[lg.k_column] = 0.0
+                d[lg.k_column] = 0.0
+        self.Phi2 = views["Phi2"].copy()
+        self.Phi = views["Phi"].copy()
+        self.J = views["J"].copy()
+        self.te = views["vec"][_TE].copy()
+
+    def projectors(self, leg):
+        """Φ_i of leg ``leg`` rebuilt from the kernel's p̃_i, δ_i by (11d)/(12d): an array
+        (m + 1, 6, 6) whose entry i removes the unactuated twists of columns i … m-1
+        (entry m: the identity Φ_{m+1}; entry 0: Φ_2 of eq. 13a)."""
+        p, d = self.ptilde[leg], self.delta[leg]
+        m = p.shape[0]
+        out = np.empty((m + 1, 6, 6))
+        out[m] = np.eye(6)
+        for i in range(m - 1, -1, -1):
+            out[i] = out[i + 1] - (np.outer(p[i], p[i]) / d[i] if d[i] > 0.0 else 0.0)
+        return out
+
+
+def kinematics(model, q, v=None, data=None):
+    """:class:`DenocKinematics` of ``model`` at ``q`` (and the actuated rates of ``v``)."""
+    d = workspace(model, data)
+    w = _work(model, d)
+    q = writable(configuration(model, q))
+    v = np.zeros(model.nv) if v is None else writable(vector(v, model.nv, "v", model))
+    status = _RATES.call(d.ictx, d.fctx, w.ints, w.buf, q, v)
+    if not status > 0.0:
+        _raise(model, w, status, "q or v")
+    return DenocKinematics(w.structure, w.views)
+
+
+def generalized_inertia_matrix(model, q, data=None):
+    """The n×n GIM I = Nᵀ M N of eq. (26) in the actuated rates, by FDA-1..3 (eqs. 27–34)."""
+    d = workspace(model, data)
+    w = _work(model, d)
+    q = writable(configuration(model, q))
+    z = np.zeros(model.nv)
+    status = _FORWARD.call(d.ictx, d.fctx, w.ints, w.buf, q, z, z, np.empty(model.nv))
+    if not status > 0.0:
+        _raise(model, w, status, "q")
+    return w.views["Ig"].copy()
+
+
+class DenocMatrices:
+    """Dense DeNOC matrices of eqs. (15)–(17) (teaching and tests; O((Σm)²) memory).
+
+    Bodies are the leg columns in order (the body after each 1-DOF joint; the bodies
+    between the axes of a universal or spherical joint are massless), all twists in
+    world axes about E (so A_{i,i-1} = 1 and p_i = s_i).  With C columns and n
+    actuated legs: ``Nl`` (6C, 6C) = (1 - A)⁻¹ (17b) with the blocks
+    Ã_{i,i-1} = Ψ_i (16e, 15f); ``Nc`` (6C, 6n) (16c): row block i of leg l is 1
+    at the actuated joint, β_i (Σ_a Ā_ek⁽ᵃ⁾ - [i < k] 1⁽ˡ⁾) otherwise, with
+    β_i = s_i p̃_iᵀ/δ_i (the factor of (15a)–(15e)) and Ā_ek⁽ᵃ⁾ = Φ⁻¹ Φ_2⁽ᵃ⁾ (16e)
+    (no Ā term for legs closing on the ground, whose t_e is 0); ``Nd`` (6n, n) =
+    diag(s_k⁽ᵃ⁾) (16c); ``N`` = Nl Nc Nd, so that t = N θ̇ (17a) stacks the twist after
+    every column.  ``M`` (6C, 6C): the bodies' mass matrices about E (the platform's
+    on the last column of the first leg that reaches it).  ``Phi[l]`` (m_l + 1, 6, 6):
+    the projectors of leg l as in :meth:`DenocKinematics.projectors`; ``s``, ``E``.
+    """
+
+    def __init__(self, model, q):
+        from loopdyn.kinematics.frames import forward_kinematics
+        from loopdyn.topology.parallel import leg_twists
+
+        st = structure(model)
+        ps = st.ps
+        q = configuration(model, q)
+        s, E = leg_twists(model, ps, q)
+        legs = ps.legs
+        C, n = st.C, ps.n
+        c0 = np.cumsum([0] + [len(g.columns) for g in legs])
+        self.s, self.E = s, E
+        # projections (10)–(12), in numpy
+        self.Phi, pt, dl = [], [], []
+        Phi2 = []
+        for g, S in zip(legs, s, strict=True):
+            m = len(g.columns)
+            P = np.empty((m + 1, 6, 6))
+            P[m] = np.eye(6)
+            p = np.zeros((m, 6))
+            dd = np.zeros(m)
+            for i in range(m - 1, -1, -1):
+                if i == g.k_column:
+                    P[i] = P[i + 1]
+                    continue
+                p[i] = P[i + 1] @ S[i]
+                dd[i] = p[i] @ p[i]
+                P[i] = P[i + 1] - np.outer(p[i], p[i]) / dd[i]
+            self.Phi.append(P)
+            pt.append(p)
+            dl.append(dd)
+            Phi2.append(P[0])
+        Phi = sum((P2 for g, P2 in zip(legs, Phi2, strict=True) if not g.closes_on_base),
+                  np.zeros((6, 6)))  # fmt: skip
+        Abar = [
+            np.linalg.solve(Phi, P2) if not g.closes_on_base else np.zeros((6, 6))
+            for g, P2 in zip(legs, Phi2, strict=True)
+        ]
+        A = np.zeros((6 * C, 6 * C))
+        Nc = np.zeros((6 * C, 6 * n))
+        Nd = np.zeros((6 * n, n))
+        for l, g in enumerate(legs):
+            k = g.k_column
+            if k is not None:
+                Nd[6 * l : 6 * l + 6, l] = s[l][k]
+            for i in range(len(g.columns)):
+                r = 6 * (c0[l] + i)
+                if i == k:
+                    Nc[r : r + 6, 6 * l : 6 * l + 6] = np.eye(6)
+                    Psi = np.eye(6)
+                else:
+                    beta = np.outer(s[l][i], pt[l][i]) / dl[l][i]
+                    for a in range(n):
+                        Nc[r : r + 6, 6 * a : 6 * a + 6] = beta @ Abar[a]
+                    if k is not None and i < k:
+                        Nc[r : r + 6, 6 * l : 6 * l + 6] -= beta
+                    Psi = np.eye(6) - beta
+                if i > 0:
+                    A[r : r + 6, r - 6 : r] = Psi
+        self.Nl = np.linalg.inv(np.eye(6 * C) - A)
+        self.Nc, self.Nd = Nc, Nd
+        self.N = self.Nl @ Nc @ Nd
+        # mass matrices about E, world axes
+        d = forward_kinematics(model, q, data=model.create_data())
+        M = np.zeros((6 * C, 6 * C))
+        first_platform_leg = next((l for l, g in enumerate(legs) if not g.closes_on_base), None)
+        for b in range(model.nbodies):
+            sl = int(ps.body_slot[b])
+            if sl == ON_BASE:
+                continue
+            if sl == ON_PLATFORM:
+                col = c0[first_platform_leg] + len(legs[first_platform_leg].columns) - 1
+            else:
+                col = next(
+                    c0[l] + i
+                    for l, g in enumerate(legs)
+                    for i in range(len(g.columns))
+                    if st.ints is not None and _slot_after(st, c0[l] + i) == sl
+                )
+            R, o = d.Xw[b, :3], d.Xw[b, 3]
+            X = np.zeros((6, 6))  # motion transform from E (world axes) to the body frame
+            X[:3, :3] = R.T
+            X[3:, 3:] = R.T
+            X[3:, :3] = -R.T @ _skew(o - E)
+            M[6 * col : 6 * col + 6, 6 * col : 6 * col + 6] += X.T @ model.inertia[b] @ X
+        self.M = M
+
+
+def _skew(x):
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+def _slot_after(st, c):
+    col = st.ints[st.ints[6] : st.ints[6] + 11 * st.C].reshape(st.C, 11)
+    return int(col[c, _SLOT])
+
+
+def denoc_matrices(model, q):
+    """The dense DeNOC matrices N_l, N_c, N_d (eqs. 15–17) at ``q``: :class:`DenocMatrices`."""
+    return DenocMatrices(model, q)
