@@ -75,7 +75,7 @@ _TE, _AE, _WBAR, _Y, _Z, _T1, _T2, _E = range(8)
 
 
 # --------------------------------------------------------------------------- kinematics
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def joint_twists(topo, cl_body, cl_X, Xw, S, col, cax, E, s):
     """Unit joint twists s_i = A_{e,i} p_i (eqs. 7b, 9b) of every column, signed along its leg.
 
@@ -129,86 +129,102 @@ def joint_twists(topo, cl_body, cl_X, Xw, S, col, cax, E, s):
         s[c, 5] = g * (u2 + w0 * d1 - w1 * d0)
 
 
-@njit(cache=True)
-def projections(leg, s, pt, delta, Phi2, tmp):
-    """p̃_i, δ_i and the projection matrices Φ_i of every leg, eqs. (9b)–(12d).
+@njit(cache=True, inline="always")
+def apply_phi(c0, c1, k, i0, pt, delta, x):
+    """x ← Φ_{i0} x, Φ_{i0} the projector of eq. (11d)/(12d) removing the unactuated twists of
+    columns i0 … c1-1: the product Π_j (1 - p̃_j p̃_jᵀ/δ_j) of the leg's orthogonal p̃_j
+    (j = c1-1 … i0, j ≠ k), applied factor by factor (modified Gram–Schmidt)."""
+    for j in range(c1 - 1, i0 - 1, -1):
+        if j == k:
+            continue
+        c = (
+            pt[j, 0] * x[0] + pt[j, 1] * x[1] + pt[j, 2] * x[2] + pt[j, 3] * x[3]
+            + pt[j, 4] * x[4] + pt[j, 5] * x[5]
+        ) / delta[j]  # fmt: skip
+        for r in range(6):
+            x[r] -= c * pt[j, r]
+
+
+@njit(cache=True, inline="always")
+def projections(leg, s, pt, delta):
+    """p̃_i and δ_i of every leg, eqs. (9b)–(12d).
 
     Per leg, from the platform end (i = m, …, 1), skipping the actuated joint k:
-    p̃_i = Φ_{i+1} s_i (11c, 12c), δ_i = p̃_iᵀ p̃_i, Φ_i = Φ_{i+1} - p̃_i p̃_iᵀ / δ_i
-    (11d, 12d) with Φ_{m+1} = 1: Gram–Schmidt on the leg's unactuated twists, so each
-    Φ_i is the orthogonal projector onto the complement of the unactuated twists
-    s_i … s_m (eq. 10b: Φ_iᵀ Φ_i = Φ_i Φ_iᵀ = Φ_i).  The paper shifts the index of
-    Φ by one below k (Φ_{i+2} in (12)); here the running projector simply skips k.
-    Out: ``pt`` (C, 6), ``delta`` (C), ``Phi2`` (L, 6, 6): each leg's last projector
-    Φ_2 (of eq. 13a).  ``tmp`` (6,) scratch.  Returns -1, or the first column whose
-    δ_i is below ``DELTA_TOL`` ‖s_i‖² (the leg's unactuated joints are dependent).
+    p̃_i = Φ_{i+1} s_i (11c, 12c), δ_i = p̃_iᵀ p̃_i, where Φ_{i+1} = Φ_{i+2} -
+    p̃_{i+1} p̃_{i+1}ᵀ/δ_{i+1} (11d, 12d), Φ_{m+1} = 1: Gram–Schmidt on the leg's
+    unactuated twists.  Each Φ_i is thus the orthogonal projector onto the complement
+    of the unactuated twists s_i … s_m (eq. 10b: Φ_iᵀ Φ_i = Φ_i Φ_iᵀ = Φ_i) and the
+    product of the factors (1 - p̃_j p̃_jᵀ/δ_j), j ≥ i; it is applied in that form
+    (``apply_phi``) and never stored (``DenocKinematics.projectors`` rebuilds it).
+    The paper shifts the index of Φ by one below k (Φ_{i+2} in (12)); here the
+    product simply skips k.  Out: ``pt`` (C, 6), ``delta`` (C).  Returns -1, or the
+    first column whose δ_i is below ``DELTA_TOL`` ‖s_i‖²: the leg's unactuated joints
+    are dependent (a singularity of the leg).
     """
     for l in range(leg.shape[0]):
         c0, c1, k = leg[l, 0], leg[l, 1], leg[l, 2]
-        P = Phi2[l]
-        for r in range(6):
-            for c in range(6):
-                P[r, c] = 1.0 if r == c else 0.0
         for i in range(c1 - 1, c0 - 1, -1):
             if i == k:
                 continue
             ss = 0.0
+            for r in range(6):
+                pt[i, r] = s[i, r]
+                ss += s[i, r] * s[i, r]
+            x = pt[i]
+            apply_phi(c0, c1, k, i + 1, pt, delta, x)
             d = 0.0
             for r in range(6):
-                x = 0.0
-                for c in range(6):
-                    x += P[r, c] * s[i, c]
-                pt[i, r] = x
-                d += x * x
-                ss += s[i, r] * s[i, r]
+                d += pt[i, r] * pt[i, r]
             if d < 1e-2 * ss:
-                # strong cancellation: project once more so that p̃_i stays orthogonal
-                # to the later p̃_j (Φ is a projector: Φ p̃_i = p̃_i in exact arithmetic)
-                for r in range(6):
-                    x = 0.0
-                    for c in range(6):
-                        x += P[r, c] * pt[i, c]
-                    tmp[r] = x
+                # strong cancellation: project once more, so that p̃_i stays orthogonal
+                # to the later p̃_j ("twice is enough")
+                apply_phi(c0, c1, k, i + 1, pt, delta, x)
                 d = 0.0
                 for r in range(6):
-                    pt[i, r] = tmp[r]
-                    d += tmp[r] * tmp[r]
+                    d += pt[i, r] * pt[i, r]
             if not d > DELTA_TOL * ss:
                 return i
             delta[i] = d
-            inv = 1.0 / d
-            for r in range(6):
-                a = pt[i, r] * inv
-                for c in range(6):
-                    P[r, c] -= a * pt[i, c]
     return -1
 
 
-@njit(cache=True)
-def platform_jacobian(leg, s, Phi2, Phi, Lc, J):
+@njit(cache=True, inline="always")
+def platform_jacobian(leg, s, pt, delta, Phi, Lc, J):
     """Φ = Σ_l Φ_2⁽ˡ⁾ (eq. 14a), its Cholesky factor ``Lc`` and J = Φ⁻¹ [Φ_2 s_k]⁽ˡ⁾ (14b).
 
-    Legs closing on the ground (``leg[l, 3]``) have t_e = 0 and no part in Φ; their
-    columns of J are zero, as are those of the legs without actuator.  Returns the
-    Cholesky pivot ratio of Φ (1.0 when no leg reaches a platform; 0.0: singular).
+    Φ_2⁽ˡ⁾ = 1 - Σ_i p̃_i p̃_iᵀ/δ_i over the leg's unactuated joints.  Legs closing on
+    the ground (``leg[l, 3]``) have t_e = 0 and no part in Φ; their columns of J are
+    zero, as are those of the legs without actuator.  Returns the Cholesky pivot
+    ratio of Φ (1.0 when no leg reaches a platform; 0.0: singular).
     """
     L = leg.shape[0]
     n = J.shape[1]
+    npl = 0
+    for l in range(L):
+        if leg[l, 3] == 0:
+            npl += 1
     for r in range(6):
         for c in range(n):
             J[r, c] = 0.0
         for c in range(6):
-            Phi[r, c] = 0.0
-    any_platform = False
-    for l in range(L):
-        if leg[l, 3] == 0:
-            any_platform = True
-            for r in range(6):
-                for c in range(6):
-                    Phi[r, c] += Phi2[l, r, c]
-    if not any_platform:
+            Phi[r, c] = float(npl) if r == c else 0.0
+    if npl == 0:
         return 1.0
+    for l in range(L):
+        if leg[l, 3] == 1:
+            continue
+        c0, c1, k = leg[l, 0], leg[l, 1], leg[l, 2]
+        for i in range(c0, c1):
+            if i == k:
+                continue
+            inv = 1.0 / delta[i]
+            for r in range(6):
+                a = pt[i, r] * inv
+                for c in range(r, 6):
+                    Phi[r, c] -= a * pt[i, c]
     for r in range(6):
+        for c in range(r):
+            Phi[r, c] = Phi[c, r]
         for c in range(6):
             Lc[r, c] = Phi[r, c]
     ratio = cholesky_inplace(Lc, 6)
@@ -218,17 +234,15 @@ def platform_jacobian(leg, s, Phi2, Phi, Lc, J):
         k = leg[l, 2]
         if k < 0 or leg[l, 3] == 1:
             continue
-        x = J[:, l]
         for r in range(6):
-            t = 0.0
-            for c in range(6):
-                t += Phi2[l, r, c] * s[k, c]
-            x[r] = t
+            J[r, l] = s[k, r]
+        x = J[:, l]
+        apply_phi(leg[l, 0], leg[l, 1], k, leg[l, 0], pt, delta, x)
         cholesky_solve(Lc, 6, x)
     return ratio
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def leg_rates(c0, c1, k, s, pt, delta, target, th_k, b, rate, cum):
     """Joint rates (or accelerations) of one leg, eqs. (11b) and (12b), base to platform.
 
@@ -280,7 +294,7 @@ def leg_rates(c0, c1, k, s, pt, delta, target, th_k, b, rate, cum):
         cum[i, 5] = m5
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def joint_biases(leg, col, s, tw, rate, b, xi):
     """b_i = ṡ_i θ̇_i = (t_X ×m s_i) θ̇_i for every column, and ξ = Σ_i b_i per leg.
 
@@ -317,7 +331,7 @@ def joint_biases(leg, col, s, tw, rate, b, xi):
 
 
 # --------------------------------------------------------------------------- dynamics
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def body_inertias(bslot, inertia, Xw, E, Ms, p):
     """M_i of eq. (2) of every leg body and of the platform, about E in world axes.
 
@@ -369,7 +383,7 @@ def _wrench(M, t, a, gravity, out):
     out[5] += t0 * f1 - t1 * f0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def body_wrenches(slotcol, Ms, tw, ac, te, ae, gravity, ws):
     """w_i = M_i (ṫ_i - g) + t_i ×* M_i t_i (eq. 18a) of every leg body and of the platform.
 
@@ -383,7 +397,7 @@ def body_wrenches(slotcol, Ms, tw, ac, te, ae, gravity, ws):
     _wrench(Ms[NS], te, ae, gravity, ws[NS])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def backward_pass(leg, col, s, pt, delta, ws, tau, Ms, want_gim, l7, R7, P, Q, rv):
     """IDA-1/2 (eqs. 20–23) and, if ``want_gim``, FDA-1/2 (eqs. 27–33), leg by leg.
 
@@ -409,6 +423,7 @@ def backward_pass(leg, col, s, pt, delta, ws, tau, Ms, want_gim, l7, R7, P, Q, r
     for l in range(leg.shape[0]):
         c0, c1, k = leg[l, 0], leg[l, 1], leg[l, 2]
         w0 = w1 = w2 = w3 = w4 = w5 = 0.0  # w̃ (IDA-1)
+        started = False  # a leg body met (FDA: P, Q, R are zero before)
         for r in range(7):
             l7[l, r] = 0.0
         if want_gim:
@@ -458,8 +473,10 @@ def backward_pass(leg, col, s, pt, delta, ws, tau, Ms, want_gim, l7, R7, P, Q, r
                 w3 -= pt[i, 3] * c
                 w4 -= pt[i, 4] * c
                 w5 -= pt[i, 5] * c
-            if not want_gim:
-                continue
+            if sl >= 0:
+                started = True
+            if not (want_gim and started):
+                continue  # FDA: nothing accumulated yet past the platform end of the leg
             # FDA-1: M̃_i = M_i + P_{i+1} (kept in P), u = M̃_i s_i, σ = s_iᵀ u
             if sl >= 0:
                 for r in range(6):
@@ -473,41 +490,50 @@ def backward_pass(leg, col, s, pt, delta, ws, tau, Ms, want_gim, l7, R7, P, Q, r
                     x += P[r, c] * s[i, c]
                 u[r] = x
                 sig += s[i, r] * x
-            # sQ = s_iᵀ Q_{i+1}; R += σ ρρᵀ + ρ sQᵀ + sQ ρᵀ (upper triangle)
+            # Q's last column is zero until the actuated joint (legs are swept from the
+            # platform end): past it only six columns of Q and R take part
+            nq = 7 if i <= k else 6
             sQ = rv[2]
-            for c in range(7):
+            for c in range(nq):
                 x = 0.0
                 for r in range(6):
                     x += s[i, r] * Q[r, c]
                 sQ[c] = x
-            for r in range(7):
-                for c in range(r, 7):
-                    R7[l, r, c] += sig * rho[r] * rho[c] + rho[r] * sQ[c] + sQ[r] * rho[c]
-            # Q ← Q + u ρᵀ, then Q ← Ψ_iᵀ Q = Q - p̃_i (s_iᵀ Q)/δ_i with s_iᵀ Q = sQ + σ ρᵀ
-            for r in range(6):
-                for c in range(7):
-                    Q[r, c] += u[r] * rho[c]
-            if i != k:
-                inv = 1.0 / delta[i]
-                for c in range(7):
-                    x = (sQ[c] + sig * rho[c]) * inv
-                    for r in range(6):
-                        Q[r, c] -= pt[i, r] * x
-                # P ← Ψ_iᵀ M̃_i Ψ_i = M̃ - (p̃ uᵀ + u p̃ᵀ)/δ + σ p̃ p̃ᵀ/δ²
-                sd = sig * inv * inv
+            if i == k:
+                # ρ = e_7, Ψ_k = 1: R[:, 6] += sQ (+ σ on the diagonal), Q[:, 6] += u
                 for r in range(6):
-                    pr, ur = pt[i, r], u[r]
-                    for c in range(r, 6):
-                        x = P[r, c] - (pr * u[c] + ur * pt[i, c]) * inv + sd * pr * pt[i, c]
-                        P[r, c] = x
-                        P[c, r] = x
+                    R7[l, r, 6] += sQ[r]
+                    Q[r, 6] += u[r]
+                R7[l, 6, 6] += sig + 2.0 * sQ[6]
+                continue
+            # R += σ ρρᵀ + ρ sQᵀ + sQ ρᵀ = ρ zᵀ + z ρᵀ with z = σ/2 ρ + sQ (upper triangle)
+            hs = 0.5 * sig
+            for c in range(nq):
+                sQ[c] += hs * rho[c]
+            for r in range(nq):
+                for c in range(r, nq):
+                    R7[l, r, c] += rho[r] * sQ[c] + sQ[r] * rho[c]
+            # Q ← Ψ_iᵀ (Q + u ρᵀ) = Q + u ρᵀ - p̃_i (s_iᵀQ + σ ρᵀ) / δ_i
+            inv = 1.0 / delta[i]
+            for c in range(nq):
+                x = (sQ[c] + hs * rho[c]) * inv
+                for r in range(6):
+                    Q[r, c] += u[r] * rho[c] - pt[i, r] * x
+            # P ← Ψ_iᵀ M̃_i Ψ_i = M̃ - (p̃ uᵀ + u p̃ᵀ)/δ + σ p̃ p̃ᵀ/δ² (symmetric)
+            sd = sig * inv * inv
+            for r in range(6):
+                pr, ur = pt[i, r], u[r]
+                for c in range(r, 6):
+                    x = P[r, c] - (pr * u[c] + ur * pt[i, c]) * inv + sd * pr * pt[i, c]
+                    P[r, c] = x
+                    P[c, r] = x
         if want_gim:
             for r in range(7):
                 for c in range(r):
                     R7[l, r, c] = R7[l, c, r]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def generalized_inertia(leg, J, R7, Me, X, XJ, Ig):
     """FDA-2/3 (eqs. 29–34): the n×n GIM I = Nᵀ M N in the actuated rates.
 
@@ -548,20 +574,25 @@ Model6 = namedtuple("Model6", "topo jgeom inertia gravity cl_body cl_X")
 Tree5 = namedtuple("Tree5", "Xrel Xw S vec6 tmp33")
 Denoc = namedtuple(
     "Denoc",
-    "leg col bslot slotcol pb cax s pt delta rate arate tw ac b Phi2 Phi Lc J xi vec Ms ws "
+    "leg col bslot slotcol pb cax s pt delta rate arate tw ac b Phi Lc J xi vec Ms ws "
     "R7 l7 P Q rv Ig Lg XJ X th thdd info none",
 )
 
 
-@njit(cache=True)
-def denoc_rates(m, t, w, q, v):
+@entry_kernel
+def denoc_rates(ictx, fctx, dni, dnf, q, v):
     """Positions, projections, J and all joint rates from the actuated ones (eqs. 7–14).
 
-    Reads only the actuated entries of ``v``.  Leaves in ``w``: s, p̃, δ, Φ_2, Φ, J,
-    the column rates ``rate``, twists ``tw``, biases ``b`` and ξ, t_e (``vec[_TE]``),
-    E (``vec[_E, :3]``), θ̇ (``th``).  Returns the pivot ratio of Φ, or ``BAD_LEG``
-    (column in ``info[0]``) / ``BAD_PHI``.
+    Reads only the actuated entries of ``v``.  Leaves in the workspace: s, p̃, δ, Φ,
+    J, the column rates ``rate``, twists ``tw``, biases ``b`` and ξ, t_e
+    (``vec[_TE]``), E (``vec[_E, :3]``), θ̇ (``th``).  Returns the pivot ratio of Φ, or
+    ``BAD_LEG`` (column in ``info[0]``) / ``BAD_PHI``.  The orchestrators take the
+    packed buffers (Data context ``ictx``, ``fctx``; DeNOC ``dni``, ``dnf``) and build
+    their views themselves: a named tuple of 33 views passed to a non-inlined numba
+    function costs ~0.35 µs per call.
     """
+    _, m, t = _unpack(ictx, fctx)
+    w = denoc_views(dni, dnf)
     fk_kernel(m.topo, m.jgeom, q, w.none, t.Xrel, t.Xw, t.S, t.vec6, t.tmp33)
     # E: the platform's centre of mass (world origin without platform)
     E = w.vec[_E]
@@ -576,11 +607,11 @@ def denoc_rates(m, t, w, q, v):
         for r in range(3):
             E[r] = 0.0
     joint_twists(m.topo, m.cl_body, m.cl_X, t.Xw, t.S, w.col, w.cax, E, w.s)
-    bad = projections(w.leg, w.s, w.pt, w.delta, w.Phi2, w.vec[_T1])
+    bad = projections(w.leg, w.s, w.pt, w.delta)
     if bad >= 0:
         w.info[0] = bad
         return BAD_LEG
-    ratio = platform_jacobian(w.leg, w.s, w.Phi2, w.Phi, w.Lc, w.J)
+    ratio = platform_jacobian(w.leg, w.s, w.pt, w.delta, w.Phi, w.Lc, w.J)
     if not ratio > 0.0:
         return BAD_PHI
     # θ̇ (6) and t_e = J θ̇ (14b)
@@ -606,27 +637,29 @@ def denoc_rates(m, t, w, q, v):
     return ratio
 
 
-@njit(cache=True)
-def denoc_accelerations(w, thdd):
+@entry_kernel
+def denoc_accelerations(dni, dnf, thdd):
     """ṫ_e and every column's θ̈ (and body accelerations ``ac``) from the actuated θ̈.
 
     The time derivative of (7a) along each leg gives Σ_i s_i θ̈_i = ṫ_e - ξ, so the
     same projections apply: Φ ṫ_e = Σ_l Φ_2⁽ˡ⁾ (s_k θ̈_k + ξ⁽ˡ⁾) (the derivative of
     14a), ṫ_e = J θ̈ + Φ⁻¹ Σ_l Φ_2⁽ˡ⁾ ξ⁽ˡ⁾, then (11b)/(12b) with target ṫ_e - ξ.
     """
+    w = denoc_views(dni, dnf)
     n = thdd.shape[0]
     ae = w.vec[_AE]
     y = w.vec[_Y]
     y[:] = 0.0
     any_platform = False
+    z = w.vec[_T1]
     for l in range(w.leg.shape[0]):
         if w.leg[l, 3] == 0:
             any_platform = True
             for r in range(6):
-                x = 0.0
-                for c in range(6):
-                    x += w.Phi2[l, r, c] * w.xi[l, c]
-                y[r] += x
+                z[r] = w.xi[l, r]
+            apply_phi(w.leg[l, 0], w.leg[l, 1], w.leg[l, 2], w.leg[l, 0], w.pt, w.delta, z)
+            for r in range(6):
+                y[r] += z[r]
     if any_platform:
         cholesky_solve(w.Lc, 6, y)
     for r in range(6):
@@ -644,8 +677,8 @@ def denoc_accelerations(w, thdd):
                   w.arate, w.ac)  # fmt: skip
 
 
-@njit(cache=True)
-def denoc_inverse_dynamics(m, t, w, tau, want_gim):
+@entry_kernel
+def denoc_inverse_dynamics(ictx, fctx, dni, dnf, tau, want_gim):
     """IDA-1..3 (eqs. 20–24) at the accelerations left by ``denoc_accelerations``.
 
     Returns nothing; ``w.thdd`` is overwritten by the generalized forces
@@ -653,6 +686,8 @@ def denoc_inverse_dynamics(m, t, w, tau, want_gim):
     w̄_k of eq. 22, reduced by p_kᵀ as in IDA-3, eq. 24).  With ``want_gim`` the
     legs' R⁽ˡ⁾ of FDA-1/2 are formed in the same backward pass.
     """
+    _, m, t = _unpack(ictx, fctx)
+    w = denoc_views(dni, dnf)
     body_inertias(w.bslot, m.inertia, t.Xw, w.vec[_E], w.Ms, w.vec[_T1])
     body_wrenches(w.slotcol, w.Ms, w.tw, w.ac, w.vec[_TE], w.vec[_AE], m.gravity, w.ws)
     backward_pass(w.leg, w.col, w.s, w.pt, w.delta, w.ws, tau, w.Ms, want_gim, w.l7, w.R7, w.P,
@@ -673,8 +708,8 @@ def denoc_inverse_dynamics(m, t, w, tau, want_gim):
         w.thdd[a] = x
 
 
-@njit(cache=True)
-def denoc_forward(m, t, w, q, v, tau, qdd):
+@entry_kernel
+def denoc_forward(ictx, fctx, dni, dnf, q, v, tau, qdd):
     """Forward dynamics: q̈ (every tree coordinate) from (q, v, τ); returns a pivot ratio or a
     status < 0.
 
@@ -684,13 +719,14 @@ def denoc_forward(m, t, w, q, v, tau, qdd):
     3. the GIM I (``generalized_inertia``) and I θ̈ = τ - C θ̇ (eq. 25, Cholesky);
     4. θ̈ of every joint from θ̈ (``denoc_accelerations``), written to q̈.
     """
-    ratio = denoc_rates(m, t, w, q, v)
+    ratio = denoc_rates(ictx, fctx, dni, dnf, q, v)
     if not ratio > 0.0:
         return ratio
+    w = denoc_views(dni, dnf)
     n = w.thdd.shape[0]
     w.thdd[:] = 0.0
-    denoc_accelerations(w, w.thdd)
-    denoc_inverse_dynamics(m, t, w, tau, True)
+    denoc_accelerations(dni, dnf, w.thdd)
+    denoc_inverse_dynamics(ictx, fctx, dni, dnf, tau, True)
     NS = w.Ms.shape[0] - 1
     generalized_inertia(w.leg, w.J, w.R7, w.Ms[NS], w.X, w.XJ, w.Ig)
     for a in range(n):
@@ -703,7 +739,7 @@ def denoc_forward(m, t, w, q, v, tau, qdd):
     for a in range(n):
         w.thdd[a] = -w.thdd[a]
     cholesky_solve(w.Lg, n, w.thdd)
-    denoc_accelerations(w, w.thdd)
+    denoc_accelerations(dni, dnf, w.thdd)
     for i in range(w.col.shape[0]):
         iv = w.col[i, _IV]
         if iv >= 0:
@@ -713,19 +749,20 @@ def denoc_forward(m, t, w, q, v, tau, qdd):
     return min(ratio, gratio)
 
 
-@njit(cache=True)
-def denoc_inverse(m, t, w, q, v, qdd, tau_act):
+@entry_kernel
+def denoc_inverse(ictx, fctx, dni, dnf, q, v, qdd, tau_act):
     """Inverse dynamics: actuator forces ``tau_act`` (n, leg order) producing the actuated
     accelerations ``qdd[actuated]`` at (q, v); the other entries of ``qdd`` are not read
     (the unactuated ones follow from the closures).  Returns a pivot ratio or a status."""
-    ratio = denoc_rates(m, t, w, q, v)
+    ratio = denoc_rates(ictx, fctx, dni, dnf, q, v)
     if not ratio > 0.0:
         return ratio
+    w = denoc_views(dni, dnf)
     n = w.thdd.shape[0]
     for a in range(n):
         tau_act[a] = qdd[w.col[w.leg[a, 2], _IV]]
-    denoc_accelerations(w, tau_act)
-    denoc_inverse_dynamics(m, t, w, w.none, False)
+    denoc_accelerations(dni, dnf, tau_act)
+    denoc_inverse_dynamics(ictx, fctx, dni, dnf, w.none, False)
     for a in range(n):
         tau_act[a] = w.thdd[a]
     if not all_finite(tau_act):
@@ -738,7 +775,7 @@ def denoc_inverse(m, t, w, q, v, qdd, tau_act):
 # header: L, C, NS, n, pb, then the int offsets (4) and the float offsets (len(_FLOATS))
 _HEAD = 9
 _FLOATS = (
-    "cax", "s", "pt", "delta", "rate", "arate", "tw", "ac", "b", "Phi2", "Phi", "Lc", "J", "xi",
+    "cax", "s", "pt", "delta", "rate", "arate", "tw", "ac", "b", "Phi", "Lc", "J", "xi",
     "vec", "Ms", "ws", "R7", "l7", "P", "Q", "rv", "Ig", "Lg", "XJ", "X", "th", "thdd", "info",
 )  # fmt: skip
 
@@ -746,7 +783,7 @@ _FLOATS = (
 def _float_specs(L, C, NS, n):
     shapes = {
         "cax": (C, 3), "s": (C, 6), "pt": (C, 6), "delta": (C,), "rate": (C,), "arate": (C,),
-        "tw": (C, 6), "ac": (C, 6), "b": (C, 6), "Phi2": (L, 6, 6), "Phi": (6, 6),
+        "tw": (C, 6), "ac": (C, 6), "b": (C, 6), "Phi": (6, 6),
         "Lc": (6, 6), "J": (6, n), "xi": (L, 6), "vec": (8, 6), "Ms": (NS + 1, 6, 6),
         "ws": (NS + 1, 6), "R7": (L, 7, 7), "l7": (L, 7), "P": (6, 6), "Q": (6, 7),
         "rv": (3, 7), "Ig": (n, n), "Lg": (n, n), "XJ": (6, n), "X": (6, 6), "th": (n,),
@@ -773,29 +810,28 @@ def denoc_views(dni, dnf):
     tw = block(dnf, dni[o + 6], (C, 6))
     ac = block(dnf, dni[o + 7], (C, 6))
     b = block(dnf, dni[o + 8], (C, 6))
-    Phi2 = block(dnf, dni[o + 9], (L, 6, 6))
-    Phi = block(dnf, dni[o + 10], (6, 6))
-    Lc = block(dnf, dni[o + 11], (6, 6))
-    J = block(dnf, dni[o + 12], (6, n))
-    xi = block(dnf, dni[o + 13], (L, 6))
-    vec = block(dnf, dni[o + 14], (8, 6))
-    Ms = block(dnf, dni[o + 15], (NS + 1, 6, 6))
-    ws = block(dnf, dni[o + 16], (NS + 1, 6))
-    R7 = block(dnf, dni[o + 17], (L, 7, 7))
-    l7 = block(dnf, dni[o + 18], (L, 7))
-    P = block(dnf, dni[o + 19], (6, 6))
-    Q = block(dnf, dni[o + 20], (6, 7))
-    rv = block(dnf, dni[o + 21], (3, 7))
-    Ig = block(dnf, dni[o + 22], (n, n))
-    Lg = block(dnf, dni[o + 23], (n, n))
-    XJ = block(dnf, dni[o + 24], (6, n))
-    X = block(dnf, dni[o + 25], (6, 6))
-    th = block(dnf, dni[o + 26], n)
-    thdd = block(dnf, dni[o + 27], n)
-    info = block(dnf, dni[o + 28], 4)
+    Phi = block(dnf, dni[o + 9], (6, 6))
+    Lc = block(dnf, dni[o + 10], (6, 6))
+    J = block(dnf, dni[o + 11], (6, n))
+    xi = block(dnf, dni[o + 12], (L, 6))
+    vec = block(dnf, dni[o + 13], (8, 6))
+    Ms = block(dnf, dni[o + 14], (NS + 1, 6, 6))
+    ws = block(dnf, dni[o + 15], (NS + 1, 6))
+    R7 = block(dnf, dni[o + 16], (L, 7, 7))
+    l7 = block(dnf, dni[o + 17], (L, 7))
+    P = block(dnf, dni[o + 18], (6, 6))
+    Q = block(dnf, dni[o + 19], (6, 7))
+    rv = block(dnf, dni[o + 20], (3, 7))
+    Ig = block(dnf, dni[o + 21], (n, n))
+    Lg = block(dnf, dni[o + 22], (n, n))
+    XJ = block(dnf, dni[o + 23], (6, n))
+    X = block(dnf, dni[o + 24], (6, 6))
+    th = block(dnf, dni[o + 25], n)
+    thdd = block(dnf, dni[o + 26], n)
+    info = block(dnf, dni[o + 27], 4)
     none = block(dnf, 0, 0)
     return Denoc(
-        leg, col, bslot, slotcol, pb, cax, s, pt, delta, rate, arate, tw, ac, b, Phi2, Phi, Lc,
+        leg, col, bslot, slotcol, pb, cax, s, pt, delta, rate, arate, tw, ac, b, Phi, Lc,
         J, xi, vec, Ms, ws, R7, l7, P, Q, rv, Ig, Lg, XJ, X, th, thdd, info, none,
     )  # fmt: skip
 
@@ -815,38 +851,35 @@ def _unpack(ictx, fctx):
 @entry_kernel
 def denoc_forward_entry(ictx, fctx, dni, dnf, q, v, tau, qdd):
     """``denoc_forward`` on a Data's context and the DeNOC buffers, inputs checked."""
-    mlay, m, t = _unpack(ictx, fctx)
-    w = denoc_views(dni, dnf)
+    mlay, m, _ = _unpack(ictx, fctx)
     status = input_status(mlay, m.topo, q, v, tau, block(dnf, 0, (0, 6)))
     if status < 0.0:
         return status
     if qdd.shape[0] != model_sizes(mlay)[1]:
         return BAD_INPUT
-    return denoc_forward(m, t, w, q, v, tau, qdd)
+    return denoc_forward(ictx, fctx, dni, dnf, q, v, tau, qdd)
 
 
 @entry_kernel
 def denoc_inverse_entry(ictx, fctx, dni, dnf, q, v, qdd, tau_act):
     """``denoc_inverse`` on a Data's context and the DeNOC buffers, inputs checked."""
-    mlay, m, t = _unpack(ictx, fctx)
-    w = denoc_views(dni, dnf)
+    mlay, m, _ = _unpack(ictx, fctx)
     status = input_status(mlay, m.topo, q, v, qdd, block(dnf, 0, (0, 6)))
     if status < 0.0:
         return status
     if tau_act.shape[0] != dni[3]:
         return BAD_INPUT
-    return denoc_inverse(m, t, w, q, v, qdd, tau_act)
+    return denoc_inverse(ictx, fctx, dni, dnf, q, v, qdd, tau_act)
 
 
 @entry_kernel
 def denoc_rates_entry(ictx, fctx, dni, dnf, q, v):
     """``denoc_rates`` (kinematics only), inputs checked."""
-    mlay, m, t = _unpack(ictx, fctx)
-    w = denoc_views(dni, dnf)
+    mlay, m, _ = _unpack(ictx, fctx)
     status = input_status(mlay, m.topo, q, v, v, block(dnf, 0, (0, 6)))
     if status < 0.0:
         return status
-    return denoc_rates(m, t, w, q, v)
+    return denoc_rates(ictx, fctx, dni, dnf, q, v)
 
 
 _FORWARD = Entry(denoc_forward_entry, types.float64, I1, F1, I1, F1, F1, F1, F1, F1)
@@ -1051,7 +1084,7 @@ class DenocKinematics:
             if lg.k_column is not None:
                 p[lg.k_column] = 0.0
                 d[lg.k_column] = 0.0
-        self.Phi2 = views["Phi2"].copy()
+        self.Phi2 = np.array([self.projectors(l)[0] for l in range(st.L)]).reshape(st.L, 6, 6)
         self.Phi = views["Phi"].copy()
         self.J = views["J"].copy()
         self.te = views["vec"][_TE].copy()
