@@ -43,6 +43,7 @@ from loopdyn.model import (
 )
 from loopdyn.sim.simulate import simulate
 from loopdyn.sim.trajectory import Trajectory
+from loopdyn.topology.parallel import parallel_structure
 from loopdyn.tree import aba, crba, nonlinear_effects, rnea
 
 __version__ = "0.1.0"
@@ -91,6 +92,7 @@ __all__ = [
     "kinetic_energy",
     "methods",
     "nonlinear_effects",
+    "parallel_structure",
     "partition",
     "potential_energy",
     "rnea",

@@ -12,7 +12,7 @@ import numpy as np
 
 from loopdyn.analysis.assembly import assemble
 from loopdyn.examples.shapes import rod
-from loopdyn.model import ModelBuilder, Prismatic, Revolute, Spherical, Universal
+from loopdyn.model import Fixed, ModelBuilder, Prismatic, Revolute, Spherical, Universal
 
 G_SPATIAL = (0.0, 0.0, -9.81)
 
@@ -29,6 +29,26 @@ STEWART_PLATFORM_ANGLES = (-45.0, 45.0, 75.0, 165.0, 195.0, 285.0)
 def _u(deg):
     a = np.deg2rad(deg)
     return np.array([np.cos(a), np.sin(a), 0.0])
+
+
+def _link(b, name, parent, joint, segments, mass, length, axis="x", **kw):
+    """Add a uniform rod link (``rod``) as ``segments`` rigidly joined pieces.
+
+    The first piece carries the joint and keeps the link's name; pieces 2, 3, … are
+    ``{name}_{j}``, fixed to the previous one.  Mass and centre of mass are those of
+    the whole rod, and so is its inertia about the transverse axes (the axial moment,
+    ``ROD_AXIAL`` m ℓ², scales with the piece length).  Returns the last piece.
+    """
+    sign = -1.0 if axis.startswith("-") else 1.0
+    piece = length / segments
+    b.add_body(name, parent, joint, **kw, **rod(mass / segments, piece, axis))
+    last = name
+    for j in range(1, segments):
+        nxt = f"{name}_{j + 1}"
+        b.add_body(nxt, last, Fixed(), xyz=(sign * piece, 0.0, 0.0),
+                   **rod(mass / segments, piece, axis))  # fmt: skip
+        last = nxt
+    return last
 
 
 def _frame_along(d):
@@ -51,7 +71,7 @@ def stewart_geometry(height=STEWART_HEIGHT):
     return B, P
 
 
-def stewart(height=STEWART_HEIGHT):
+def stewart(height=STEWART_HEIGHT, segments=1):
     """A 6-UPS Gough–Stewart platform in the flight-simulator arrangement (6 DOF).
 
     Base: six universal joints on a circle of radius 1.2 m, in pairs 24° apart centred
@@ -73,24 +93,28 @@ def stewart(height=STEWART_HEIGHT):
     ``q0``); legs 2–6 close at the platform with ball closures ``S2``…``S6``.  Joints
     ``U1``…``U6``, ``P1``…``P6`` (actuated), ``S1``; bodies ``cylinder1``…,
     ``piston1``…, ``platform``.  ``q0``: the home pose.
+
+    ``segments`` > 1 builds every cylinder and piston from that many rigidly joined
+    pieces (fixed joints; same mass distribution): legs of 2·segments bodies and
+    the same mechanism, the long-leg family of ``benchmarks/bench_denoc.py``.
     """
     B, P = stewart_geometry(height)
-    b = ModelBuilder("stewart", gravity=G_SPATIAL)
+    b = ModelBuilder("stewart" if segments == 1 else f"stewart_{segments}", gravity=G_SPATIAL)
     q0 = []
     R = []
     for i in range(6):
         d = P[i] - B[i]
         L = float(np.linalg.norm(d))
         R.append(_frame_along(d))
-        b.add_body(
-            f"cylinder{i + 1}", "ground", Universal("y", "z"), xyz=B[i], rotation=R[i],
-            joint_name=f"U{i + 1}", **rod(10.0, 0.9),
+        _link(
+            b, f"cylinder{i + 1}", "ground", Universal("y", "z"), segments, 10.0, 0.9,
+            xyz=B[i], rotation=R[i], joint_name=f"U{i + 1}",
         )  # fmt: skip
-        b.add_body(
-            f"piston{i + 1}", f"cylinder{i + 1}", Prismatic("x"), joint_name=f"P{i + 1}",
-            actuated=True, **rod(5.0, 0.9, "-x"),
+        _link(
+            b, f"piston{i + 1}", f"cylinder{i + 1}", Prismatic("x"), segments, 5.0, 0.9, "-x",
+            joint_name=f"P{i + 1}", actuated=True,
         )  # fmt: skip
-        q0 += [0.0, 0.0, L]
+        q0 += [0.0, 0.0, L]  # (fixed joints have no coordinates)
         if i == 0:
             r = STEWART_PLATFORM_RADIUS
             centre = np.array([0.0, 0.0, height])
@@ -132,7 +156,7 @@ def delta_arm_angle(p, leg):
     return float(np.arctan2(Bc, A) - np.arccos(K / rho))
 
 
-def delta(home=DELTA_HOME):
+def delta(home=DELTA_HOME, segments=1):
     """A Clavel Delta robot: 3 legs of an actuated revolute arm and a forearm; 3 DOF.
 
     Base: the arms' hinges on a circle of radius 0.2 m at 0°, 120°, 240°, hinge axes
@@ -158,10 +182,12 @@ def delta(home=DELTA_HOME):
     (``E1``…``E3``), the platform on forearm 1 (``W1``, frame at its attachment
     point, axes parallel to the world's at ``q0``); legs 2 and 3 close at the
     platform with universal closures ``W2``, ``W3``.  ``q0``: the home pose.
+    ``segments``: every arm and forearm made of that many rigidly joined pieces, as
+    in :func:`stewart`.
     """
     home = np.asarray(home, float)
     z = np.array([0.0, 0.0, 1.0])
-    b = ModelBuilder("delta", gravity=G_SPATIAL)
+    b = ModelBuilder("delta" if segments == 1 else f"delta_{segments}", gravity=G_SPATIAL)
     q0 = []
     C0 = None
     for leg in range(3):
@@ -180,14 +206,14 @@ def delta(home=DELTA_HOME):
         y /= np.linalg.norm(y)
         R_fore = np.column_stack([d, y, np.cross(d, y)])  # forearm frame at q0 (world)
         R_je = R_arm.T @ R_fore  # elbow joint frame in the arm frame
-        b.add_body(
-            f"arm{leg + 1}", "ground", Revolute("y"), xyz=DELTA_BASE_RADIUS * u, rotation=Rz,
-            joint_name=f"R{leg + 1}", actuated=True, **rod(1.0, DELTA_ARM),
+        _link(
+            b, f"arm{leg + 1}", "ground", Revolute("y"), segments, 1.0, DELTA_ARM,
+            xyz=DELTA_BASE_RADIUS * u, rotation=Rz, joint_name=f"R{leg + 1}", actuated=True,
         )  # fmt: skip
-        b.add_body(
-            f"forearm{leg + 1}", f"arm{leg + 1}", Universal(R_je.T @ [0.0, 1.0, 0.0], "z"),
-            xyz=(DELTA_ARM, 0.0, 0.0), rotation=R_je, joint_name=f"E{leg + 1}",
-            **rod(0.3, DELTA_FOREARM),
+        _link(
+            b, f"forearm{leg + 1}", f"arm{leg + 1}", Universal(R_je.T @ [0.0, 1.0, 0.0], "z"),
+            segments, 0.3, DELTA_FOREARM, xyz=(DELTA_ARM, 0.0, 0.0), rotation=R_je,
+            joint_name=f"E{leg + 1}",
         )  # fmt: skip
         q0 += [th, 0.0, 0.0]
         if leg == 0:

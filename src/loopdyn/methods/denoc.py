@@ -130,7 +130,47 @@ def joint_twists(topo, cl_body, cl_X, Xw, S, col, cax, E, s):
 
 
 @njit(cache=True, inline="always")
-def apply_phi(c0, c1, k, i0, pt, delta, x):
+def chol6(A, L):
+    """L Lᵀ = A for a symmetric 6×6 A (lower triangle of L; its diagonal holds 1/L_ii).
+
+    Returns min/max pivot² (0.0 if A is not positive definite)."""
+    dmin = 1e300
+    dmax = 0.0
+    for j in range(6):
+        x = A[j, j]
+        for c in range(j):
+            x -= L[j, c] * L[j, c]
+        if not x > 0.0:
+            return 0.0
+        dmin = min(dmin, x)
+        dmax = max(dmax, x)
+        inv = 1.0 / np.sqrt(x)
+        L[j, j] = inv
+        for r in range(j + 1, 6):
+            y = A[r, j]
+            for c in range(j):
+                y -= L[r, c] * L[j, c]
+            L[r, j] = y * inv
+    return dmin / dmax
+
+
+@njit(cache=True, inline="always")
+def chol6_solve(L, x):
+    """x ← A⁻¹ x with the factor of ``chol6``."""
+    for r in range(6):
+        y = x[r]
+        for c in range(r):
+            y -= L[r, c] * x[c]
+        x[r] = y * L[r, r]
+    for r in range(5, -1, -1):
+        y = x[r]
+        for c in range(r + 1, 6):
+            y -= L[c, r] * x[c]
+        x[r] = y * L[r, r]
+
+
+@njit(cache=True, inline="always")
+def apply_phi(c0, c1, k, i0, pt, dinv, x):
     """x ← Φ_{i0} x, Φ_{i0} the projector of eq. (11d)/(12d) removing the unactuated twists of
     columns i0 … c1-1: the product Π_j (1 - p̃_j p̃_jᵀ/δ_j) of the leg's orthogonal p̃_j
     (j = c1-1 … i0, j ≠ k), applied factor by factor (modified Gram–Schmidt)."""
@@ -140,13 +180,13 @@ def apply_phi(c0, c1, k, i0, pt, delta, x):
         c = (
             pt[j, 0] * x[0] + pt[j, 1] * x[1] + pt[j, 2] * x[2] + pt[j, 3] * x[3]
             + pt[j, 4] * x[4] + pt[j, 5] * x[5]
-        ) / delta[j]  # fmt: skip
+        ) * dinv[j]  # fmt: skip
         for r in range(6):
             x[r] -= c * pt[j, r]
 
 
 @njit(cache=True, inline="always")
-def projections(leg, s, pt, delta):
+def projections(leg, s, pt, dinv):
     """p̃_i and δ_i of every leg, eqs. (9b)–(12d).
 
     Per leg, from the platform end (i = m, …, 1), skipping the actuated joint k:
@@ -157,7 +197,7 @@ def projections(leg, s, pt, delta):
     product of the factors (1 - p̃_j p̃_jᵀ/δ_j), j ≥ i; it is applied in that form
     (``apply_phi``) and never stored (``DenocKinematics.projectors`` rebuilds it).
     The paper shifts the index of Φ by one below k (Φ_{i+2} in (12)); here the
-    product simply skips k.  Out: ``pt`` (C, 6), ``delta`` (C).  Returns -1, or the
+    product simply skips k.  Out: ``pt`` (C, 6), ``dinv`` (C): 1/δ_i.  Returns -1, or the
     first column whose δ_i is below ``DELTA_TOL`` ‖s_i‖²: the leg's unactuated joints
     are dependent (a singularity of the leg).
     """
@@ -171,26 +211,28 @@ def projections(leg, s, pt, delta):
                 pt[i, r] = s[i, r]
                 ss += s[i, r] * s[i, r]
             x = pt[i]
-            apply_phi(c0, c1, k, i + 1, pt, delta, x)
+            apply_phi(c0, c1, k, i + 1, pt, dinv, x)
             d = 0.0
             for r in range(6):
                 d += pt[i, r] * pt[i, r]
             if d < 1e-2 * ss:
                 # strong cancellation: project once more, so that p̃_i stays orthogonal
                 # to the later p̃_j ("twice is enough")
-                apply_phi(c0, c1, k, i + 1, pt, delta, x)
+                apply_phi(c0, c1, k, i + 1, pt, dinv, x)
                 d = 0.0
                 for r in range(6):
                     d += pt[i, r] * pt[i, r]
             if not d > DELTA_TOL * ss:
                 return i
-            delta[i] = d
+            dinv[i] = 1.0 / d
     return -1
 
 
 @njit(cache=True, inline="always")
-def platform_jacobian(leg, s, pt, delta, Phi, Lc, J):
+def platform_jacobian(leg, s, pt, dinv, Phi, Lc, JT):
     """Φ = Σ_l Φ_2⁽ˡ⁾ (eq. 14a), its Cholesky factor ``Lc`` and J = Φ⁻¹ [Φ_2 s_k]⁽ˡ⁾ (14b).
+
+    ``JT`` (n, 6) holds Jᵀ: row a is J's column of actuated leg a.
 
     Φ_2⁽ˡ⁾ = 1 - Σ_i p̃_i p̃_iᵀ/δ_i over the leg's unactuated joints.  Legs closing on
     the ground (``leg[l, 3]``) have t_e = 0 and no part in Φ; their columns of J are
@@ -198,14 +240,15 @@ def platform_jacobian(leg, s, pt, delta, Phi, Lc, J):
     ratio of Φ (1.0 when no leg reaches a platform; 0.0: singular).
     """
     L = leg.shape[0]
-    n = J.shape[1]
+    n = JT.shape[0]
     npl = 0
     for l in range(L):
         if leg[l, 3] == 0:
             npl += 1
+    for a in range(n):
+        for r in range(6):
+            JT[a, r] = 0.0
     for r in range(6):
-        for c in range(n):
-            J[r, c] = 0.0
         for c in range(6):
             Phi[r, c] = float(npl) if r == c else 0.0
     if npl == 0:
@@ -217,17 +260,14 @@ def platform_jacobian(leg, s, pt, delta, Phi, Lc, J):
         for i in range(c0, c1):
             if i == k:
                 continue
-            inv = 1.0 / delta[i]
             for r in range(6):
-                a = pt[i, r] * inv
+                a = pt[i, r] * dinv[i]
                 for c in range(r, 6):
                     Phi[r, c] -= a * pt[i, c]
     for r in range(6):
         for c in range(r):
             Phi[r, c] = Phi[c, r]
-        for c in range(6):
-            Lc[r, c] = Phi[r, c]
-    ratio = cholesky_inplace(Lc, 6)
+    ratio = chol6(Phi, Lc)
     if not ratio > PIVOT_TOL:
         return 0.0
     for l in range(L):
@@ -235,15 +275,15 @@ def platform_jacobian(leg, s, pt, delta, Phi, Lc, J):
         if k < 0 or leg[l, 3] == 1:
             continue
         for r in range(6):
-            J[r, l] = s[k, r]
-        x = J[:, l]
-        apply_phi(leg[l, 0], leg[l, 1], k, leg[l, 0], pt, delta, x)
-        cholesky_solve(Lc, 6, x)
+            JT[l, r] = s[k, r]
+        x = JT[l]
+        apply_phi(leg[l, 0], leg[l, 1], k, leg[l, 0], pt, dinv, x)
+        chol6_solve(Lc, x)
     return ratio
 
 
 @njit(cache=True, inline="always")
-def leg_rates(c0, c1, k, s, pt, delta, target, th_k, b, rate, cum):
+def leg_rates(c0, c1, k, s, pt, dinv, target, th_k, b, rate, cum):
     """Joint rates (or accelerations) of one leg, eqs. (11b) and (12b), base to platform.
 
     ``target``: t_e (velocities) or ṫ_e - ξ (accelerations; 0 - ξ for a leg closing
@@ -272,7 +312,7 @@ def leg_rates(c0, c1, k, s, pt, delta, target, th_k, b, rate, cum):
             r = (
                 pt[i, 0] * y0 + pt[i, 1] * y1 + pt[i, 2] * y2
                 + pt[i, 3] * y3 + pt[i, 4] * y4 + pt[i, 5] * y5
-            ) / delta[i]  # fmt: skip
+            ) * dinv[i]  # fmt: skip
         rate[i] = r
         a0 += s[i, 0] * r
         a1 += s[i, 1] * r
@@ -398,7 +438,7 @@ def body_wrenches(slotcol, Ms, tw, ac, te, ae, gravity, ws):
 
 
 @njit(cache=True, inline="always")
-def backward_pass(leg, col, s, pt, delta, ws, tau, Ms, want_gim, l7, R7, P, Q, rv):
+def backward_pass(leg, col, s, pt, dinv, ws, tau, Ms, want_gim, l7, R7, P, Q, rv):
     """IDA-1/2 (eqs. 20–23) and, if ``want_gim``, FDA-1/2 (eqs. 27–33), leg by leg.
 
     Each leg's body twists are linear in y = (t_e, θ̇_k) (7 numbers):
@@ -454,7 +494,7 @@ def backward_pass(leg, col, s, pt, delta, ws, tau, Ms, want_gim, l7, R7, P, Q, r
                 rho[6] = 1.0
                 l7[l, 6] += f
             else:
-                inv = 1.0 / delta[i]
+                inv = dinv[i]
                 for r in range(6):
                     rho[r] = pt[i, r] * inv
                 rho[6] = 0.0
@@ -513,8 +553,10 @@ def backward_pass(leg, col, s, pt, delta, ws, tau, Ms, want_gim, l7, R7, P, Q, r
             for r in range(nq):
                 for c in range(r, nq):
                     R7[l, r, c] += rho[r] * sQ[c] + sQ[r] * rho[c]
+            if i == c0:
+                continue  # t_0 = 0: P_1 and Q_1 are never used
             # Q ← Ψ_iᵀ (Q + u ρᵀ) = Q + u ρᵀ - p̃_i (s_iᵀQ + σ ρᵀ) / δ_i
-            inv = 1.0 / delta[i]
+            inv = dinv[i]
             for c in range(nq):
                 x = (sQ[c] + hs * rho[c]) * inv
                 for r in range(6):
@@ -534,14 +576,14 @@ def backward_pass(leg, col, s, pt, delta, ws, tau, Ms, want_gim, l7, R7, P, Q, r
 
 
 @njit(cache=True, inline="always")
-def generalized_inertia(leg, J, R7, Me, X, XJ, Ig):
+def generalized_inertia(leg, JT, R7, Me, X, XJ, Ig):
     """FDA-2/3 (eqs. 29–34): the n×n GIM I = Nᵀ M N in the actuated rates.
 
     With t_e = J θ̇ (14b) and each leg's kinetic energy yᵀ R⁽ˡ⁾ y/2 in y = (t_e,
     θ̇_k): X = M_e + Σ_l X⁽ˡ⁾ (31), and I_ab = J_aᵀ X J_b + J_aᵀ Y⁽ᵇ⁾ + Y⁽ᵃ⁾ᵀ J_b +
     δ_ab Z⁽ᵃ⁾ (30), the paper's M̄_ab reduced by p_k⁽ᵃ⁾ᵀ · p_k⁽ᵇ⁾ (34).  Legs closing
     on the ground contribute Z only (their t_e is 0).  Scratch: ``X`` (6, 6),
-    ``XJ`` (6, n).  Out: ``Ig`` (n, n).
+    ``XJ`` (n, 6): (X J)ᵀ.  ``JT`` (n, 6): Jᵀ.  Out: ``Ig`` (n, n).
     """
     n = Ig.shape[0]
     for r in range(6):
@@ -552,17 +594,17 @@ def generalized_inertia(leg, J, R7, Me, X, XJ, Ig):
             for r in range(6):
                 for c in range(6):
                     X[r, c] += R7[l, r, c]
-    for r in range(6):
-        for b in range(n):
+    for b in range(n):
+        for r in range(6):
             x = 0.0
             for c in range(6):
-                x += X[r, c] * J[c, b]
-            XJ[r, b] = x
+                x += X[r, c] * JT[b, c]
+            XJ[b, r] = x
     for a in range(n):
         for b in range(a + 1):
             x = 0.0
             for r in range(6):
-                x += J[r, a] * (XJ[r, b] + R7[b, r, 6]) + R7[a, r, 6] * J[r, b]
+                x += JT[a, r] * (XJ[b, r] + R7[b, r, 6]) + R7[a, r, 6] * JT[b, r]
             if a == b:
                 x += R7[a, 6, 6]
             Ig[a, b] = x
@@ -574,7 +616,7 @@ Model6 = namedtuple("Model6", "topo jgeom inertia gravity cl_body cl_X")
 Tree5 = namedtuple("Tree5", "Xrel Xw S vec6 tmp33")
 Denoc = namedtuple(
     "Denoc",
-    "leg col bslot slotcol pb cax s pt delta rate arate tw ac b Phi Lc J xi vec Ms ws "
+    "leg col bslot slotcol pb cax s pt dinv rate arate tw ac b Phi Lc JT xi vec Ms ws "
     "R7 l7 P Q rv Ig Lg XJ X th thdd info none",
 )
 
@@ -607,11 +649,11 @@ def denoc_rates(ictx, fctx, dni, dnf, q, v):
         for r in range(3):
             E[r] = 0.0
     joint_twists(m.topo, m.cl_body, m.cl_X, t.Xw, t.S, w.col, w.cax, E, w.s)
-    bad = projections(w.leg, w.s, w.pt, w.delta)
+    bad = projections(w.leg, w.s, w.pt, w.dinv)
     if bad >= 0:
         w.info[0] = bad
         return BAD_LEG
-    ratio = platform_jacobian(w.leg, w.s, w.pt, w.delta, w.Phi, w.Lc, w.J)
+    ratio = platform_jacobian(w.leg, w.s, w.pt, w.dinv, w.Phi, w.Lc, w.JT)
     if not ratio > 0.0:
         return BAD_PHI
     # θ̇ (6) and t_e = J θ̇ (14b)
@@ -622,7 +664,7 @@ def denoc_rates(ictx, fctx, dni, dnf, q, v):
     for r in range(6):
         x = 0.0
         for a in range(n):
-            x += w.J[r, a] * w.th[a]
+            x += w.JT[a, r] * w.th[a]
         te[r] = x
     # unactuated rates (11b), (12b), leg by leg (no bias at velocity level)
     w.b[:, :] = 0.0
@@ -631,41 +673,43 @@ def denoc_rates(ictx, fctx, dni, dnf, q, v):
     for l in range(w.leg.shape[0]):
         thk = w.th[l] if l < n else 0.0
         target = zero if w.leg[l, 3] == 1 else te
-        leg_rates(w.leg[l, 0], w.leg[l, 1], w.leg[l, 2], w.s, w.pt, w.delta, target, thk, w.b,
+        leg_rates(w.leg[l, 0], w.leg[l, 1], w.leg[l, 2], w.s, w.pt, w.dinv, target, thk, w.b,
                   w.rate, w.tw)  # fmt: skip
     joint_biases(w.leg, w.col, w.s, w.tw, w.rate, w.b, w.xi)
     return ratio
 
 
 @entry_kernel
-def denoc_accelerations(dni, dnf, thdd):
+def denoc_accelerations(dni, dnf, thdd, first):
     """ṫ_e and every column's θ̈ (and body accelerations ``ac``) from the actuated θ̈.
 
     The time derivative of (7a) along each leg gives Σ_i s_i θ̈_i = ṫ_e - ξ, so the
     same projections apply: Φ ṫ_e = Σ_l Φ_2⁽ˡ⁾ (s_k θ̈_k + ξ⁽ˡ⁾) (the derivative of
     14a), ṫ_e = J θ̈ + Φ⁻¹ Σ_l Φ_2⁽ˡ⁾ ξ⁽ˡ⁾, then (11b)/(12b) with target ṫ_e - ξ.
+    ``first``: compute Φ⁻¹ Σ_l Φ_2⁽ˡ⁾ ξ⁽ˡ⁾ (kept in ``vec[_Y]``), else reuse it.
     """
     w = denoc_views(dni, dnf)
     n = thdd.shape[0]
     ae = w.vec[_AE]
     y = w.vec[_Y]
-    y[:] = 0.0
-    any_platform = False
-    z = w.vec[_T1]
-    for l in range(w.leg.shape[0]):
-        if w.leg[l, 3] == 0:
-            any_platform = True
-            for r in range(6):
-                z[r] = w.xi[l, r]
-            apply_phi(w.leg[l, 0], w.leg[l, 1], w.leg[l, 2], w.leg[l, 0], w.pt, w.delta, z)
-            for r in range(6):
-                y[r] += z[r]
-    if any_platform:
-        cholesky_solve(w.Lc, 6, y)
+    if first:
+        y[:] = 0.0
+        any_platform = False
+        z = w.vec[_T1]
+        for l in range(w.leg.shape[0]):
+            if w.leg[l, 3] == 0:
+                any_platform = True
+                for r in range(6):
+                    z[r] = w.xi[l, r]
+                apply_phi(w.leg[l, 0], w.leg[l, 1], w.leg[l, 2], w.leg[l, 0], w.pt, w.dinv, z)
+                for r in range(6):
+                    y[r] += z[r]
+        if any_platform:
+            chol6_solve(w.Lc, y)
     for r in range(6):
         x = y[r]
         for a in range(n):
-            x += w.J[r, a] * thdd[a]
+            x += w.JT[a, r] * thdd[a]
         ae[r] = x
     tg = w.vec[_T2]
     for l in range(w.leg.shape[0]):
@@ -673,7 +717,7 @@ def denoc_accelerations(dni, dnf, thdd):
         for r in range(6):
             tg[r] = (0.0 if closed else ae[r]) - w.xi[l, r]
         thk = thdd[l] if l < n else 0.0
-        leg_rates(w.leg[l, 0], w.leg[l, 1], w.leg[l, 2], w.s, w.pt, w.delta, tg, thk, w.b,
+        leg_rates(w.leg[l, 0], w.leg[l, 1], w.leg[l, 2], w.s, w.pt, w.dinv, tg, thk, w.b,
                   w.arate, w.ac)  # fmt: skip
 
 
@@ -690,7 +734,7 @@ def denoc_inverse_dynamics(ictx, fctx, dni, dnf, tau, want_gim):
     w = denoc_views(dni, dnf)
     body_inertias(w.bslot, m.inertia, t.Xw, w.vec[_E], w.Ms, w.vec[_T1])
     body_wrenches(w.slotcol, w.Ms, w.tw, w.ac, w.vec[_TE], w.vec[_AE], m.gravity, w.ws)
-    backward_pass(w.leg, w.col, w.s, w.pt, w.delta, w.ws, tau, w.Ms, want_gim, w.l7, w.R7, w.P,
+    backward_pass(w.leg, w.col, w.s, w.pt, w.dinv, w.ws, tau, w.Ms, want_gim, w.l7, w.R7, w.P,
                   w.Q, w.rv)  # fmt: skip
     NS = w.Ms.shape[0] - 1
     wbar = w.vec[_WBAR]
@@ -704,7 +748,7 @@ def denoc_inverse_dynamics(ictx, fctx, dni, dnf, tau, want_gim):
     for a in range(n):
         x = w.l7[a, 6]
         for r in range(6):
-            x += w.J[r, a] * wbar[r]
+            x += w.JT[a, r] * wbar[r]
         w.thdd[a] = x
 
 
@@ -725,10 +769,10 @@ def denoc_forward(ictx, fctx, dni, dnf, q, v, tau, qdd):
     w = denoc_views(dni, dnf)
     n = w.thdd.shape[0]
     w.thdd[:] = 0.0
-    denoc_accelerations(dni, dnf, w.thdd)
+    denoc_accelerations(dni, dnf, w.thdd, True)
     denoc_inverse_dynamics(ictx, fctx, dni, dnf, tau, True)
     NS = w.Ms.shape[0] - 1
-    generalized_inertia(w.leg, w.J, w.R7, w.Ms[NS], w.X, w.XJ, w.Ig)
+    generalized_inertia(w.leg, w.JT, w.R7, w.Ms[NS], w.X, w.XJ, w.Ig)
     for a in range(n):
         for c in range(n):
             w.Lg[a, c] = w.Ig[a, c]
@@ -739,7 +783,7 @@ def denoc_forward(ictx, fctx, dni, dnf, q, v, tau, qdd):
     for a in range(n):
         w.thdd[a] = -w.thdd[a]
     cholesky_solve(w.Lg, n, w.thdd)
-    denoc_accelerations(dni, dnf, w.thdd)
+    denoc_accelerations(dni, dnf, w.thdd, False)
     for i in range(w.col.shape[0]):
         iv = w.col[i, _IV]
         if iv >= 0:
@@ -761,7 +805,7 @@ def denoc_inverse(ictx, fctx, dni, dnf, q, v, qdd, tau_act):
     n = w.thdd.shape[0]
     for a in range(n):
         tau_act[a] = qdd[w.col[w.leg[a, 2], _IV]]
-    denoc_accelerations(dni, dnf, tau_act)
+    denoc_accelerations(dni, dnf, tau_act, True)
     denoc_inverse_dynamics(ictx, fctx, dni, dnf, w.none, False)
     for a in range(n):
         tau_act[a] = w.thdd[a]
@@ -775,18 +819,18 @@ def denoc_inverse(ictx, fctx, dni, dnf, q, v, qdd, tau_act):
 # header: L, C, NS, n, pb, then the int offsets (4) and the float offsets (len(_FLOATS))
 _HEAD = 9
 _FLOATS = (
-    "cax", "s", "pt", "delta", "rate", "arate", "tw", "ac", "b", "Phi", "Lc", "J", "xi",
+    "cax", "s", "pt", "dinv", "rate", "arate", "tw", "ac", "b", "Phi", "Lc", "JT", "xi",
     "vec", "Ms", "ws", "R7", "l7", "P", "Q", "rv", "Ig", "Lg", "XJ", "X", "th", "thdd", "info",
 )  # fmt: skip
 
 
 def _float_specs(L, C, NS, n):
     shapes = {
-        "cax": (C, 3), "s": (C, 6), "pt": (C, 6), "delta": (C,), "rate": (C,), "arate": (C,),
+        "cax": (C, 3), "s": (C, 6), "pt": (C, 6), "dinv": (C,), "rate": (C,), "arate": (C,),
         "tw": (C, 6), "ac": (C, 6), "b": (C, 6), "Phi": (6, 6),
-        "Lc": (6, 6), "J": (6, n), "xi": (L, 6), "vec": (8, 6), "Ms": (NS + 1, 6, 6),
+        "Lc": (6, 6), "JT": (n, 6), "xi": (L, 6), "vec": (8, 6), "Ms": (NS + 1, 6, 6),
         "ws": (NS + 1, 6), "R7": (L, 7, 7), "l7": (L, 7), "P": (6, 6), "Q": (6, 7),
-        "rv": (3, 7), "Ig": (n, n), "Lg": (n, n), "XJ": (6, n), "X": (6, 6), "th": (n,),
+        "rv": (3, 7), "Ig": (n, n), "Lg": (n, n), "XJ": (n, 6), "X": (6, 6), "th": (n,),
         "thdd": (n,), "info": (4,),
     }  # fmt: skip
     return [(k, shapes[k]) for k in _FLOATS]
@@ -804,7 +848,7 @@ def denoc_views(dni, dnf):
     cax = block(dnf, dni[o], (C, 3))
     s = block(dnf, dni[o + 1], (C, 6))
     pt = block(dnf, dni[o + 2], (C, 6))
-    delta = block(dnf, dni[o + 3], C)
+    dinv = block(dnf, dni[o + 3], C)
     rate = block(dnf, dni[o + 4], C)
     arate = block(dnf, dni[o + 5], C)
     tw = block(dnf, dni[o + 6], (C, 6))
@@ -812,7 +856,7 @@ def denoc_views(dni, dnf):
     b = block(dnf, dni[o + 8], (C, 6))
     Phi = block(dnf, dni[o + 9], (6, 6))
     Lc = block(dnf, dni[o + 10], (6, 6))
-    J = block(dnf, dni[o + 11], (6, n))
+    JT = block(dnf, dni[o + 11], (n, 6))
     xi = block(dnf, dni[o + 12], (L, 6))
     vec = block(dnf, dni[o + 13], (8, 6))
     Ms = block(dnf, dni[o + 14], (NS + 1, 6, 6))
@@ -824,15 +868,15 @@ def denoc_views(dni, dnf):
     rv = block(dnf, dni[o + 20], (3, 7))
     Ig = block(dnf, dni[o + 21], (n, n))
     Lg = block(dnf, dni[o + 22], (n, n))
-    XJ = block(dnf, dni[o + 23], (6, n))
+    XJ = block(dnf, dni[o + 23], (n, 6))
     X = block(dnf, dni[o + 24], (6, 6))
     th = block(dnf, dni[o + 25], n)
     thdd = block(dnf, dni[o + 26], n)
     info = block(dnf, dni[o + 27], 4)
     none = block(dnf, 0, 0)
     return Denoc(
-        leg, col, bslot, slotcol, pb, cax, s, pt, delta, rate, arate, tw, ac, b, Phi, Lc,
-        J, xi, vec, Ms, ws, R7, l7, P, Q, rv, Ig, Lg, XJ, X, th, thdd, info, none,
+        leg, col, bslot, slotcol, pb, cax, s, pt, dinv, rate, arate, tw, ac, b, Phi, Lc,
+        JT, xi, vec, Ms, ws, R7, l7, P, Q, rv, Ig, Lg, XJ, X, th, thdd, info, none,
     )  # fmt: skip
 
 
@@ -1078,7 +1122,9 @@ class DenocKinematics:
         self.E = views["vec"][_E, :3].copy()
         self.s = [views["s"][c].copy() for c in cut]
         self.ptilde = [views["pt"][c].copy() for c in cut]
-        self.delta = [views["delta"][c].copy() for c in cut]
+        dinv = views["dinv"]
+        self.delta = [np.divide(1.0, dinv[c], out=np.zeros(c.stop - c.start), where=dinv[c] != 0)
+                      for c in cut]  # fmt: skip
         self.rates = [views["rate"][c].copy() for c in cut]
         for lg, p, d in zip(st.ps.legs, self.ptilde, self.delta, strict=True):
             if lg.k_column is not None:
@@ -1086,7 +1132,7 @@ class DenocKinematics:
                 d[lg.k_column] = 0.0
         self.Phi2 = np.array([self.projectors(l)[0] for l in range(st.L)]).reshape(st.L, 6, 6)
         self.Phi = views["Phi"].copy()
-        self.J = views["J"].copy()
+        self.J = views["JT"].T.copy()
         self.te = views["vec"][_TE].copy()
 
     def projectors(self, leg):

@@ -134,9 +134,10 @@ class ParallelStructure:
     body_slot: np.ndarray
 
     def __str__(self):
+        platform = self.platform or "(none: the ground)"
         lines = [
-            f"{self.model_name}: base = ground, platform = {self.platform or '(none: the ground)'}, "
-            f"{len(self.legs)} legs, DOF {self.dof}"
+            f"{self.model_name}: base = ground, platform = {platform}, {len(self.legs)} legs, "
+            f"DOF {self.dof}"
         ]
         for leg in self.legs:
             joints = []
@@ -171,8 +172,8 @@ class _Clusters:
 
 def _fail(model, assumption, detail):
     raise ModelError(
-        f"{model.name} is not a parallel mechanism of the DeNOC class (Saha & Schiehlen, Sec. III): "
-        f"assumption '{assumption}' fails: {detail}; {OTHER_METHODS}"
+        f"{model.name} is not a parallel mechanism of the DeNOC class (Saha & Schiehlen, "
+        f"Sec. III): assumption '{assumption}' fails: {detail}; {OTHER_METHODS}"
     )
 
 
@@ -249,7 +250,7 @@ def _structure(model, platform, q):
     nb = model.nbodies
     G = nb  # the ground's node
     if model.m == 0:
-        _fail(model, "closed loops", "the model is a tree (no closures); use ld.aba")
+        _fail(model, "closed loops", "the model is a tree (no closures; ld.aba is its dynamics)")
     cl = _Clusters(nb + 1)
     for i in range(nb):
         jt = int(model.topo[i, 1])
@@ -315,7 +316,8 @@ def _structure(model, platform, q):
             _fail(
                 model,
                 "one moving platform",
-                f"bodies {names} each join three or more joints; the legs must meet at one platform",
+                f"bodies {names} each join three or more joints; the legs must meet at one "
+                "platform",
             )
         if junctions:
             P = junctions[0]
@@ -449,7 +451,7 @@ def _assemble(model, edges, chains, P, base, members, act, label, q):
     if P is not None:
         body_slot[members[P]] = ON_PLATFORM
     legs = []
-    for path, nodes, closed in chains:
+    for path, _, closed in chains:
         # orientation of each edge along the leg: from node `prev` to node `next`
         cur = base
         joints, kinds, dirs, cols, after, bodies = [], [], [], [], [], []

@@ -1,0 +1,178 @@
+"""DeNOC (Saha & Schiehlen) forward dynamics against the other exact methods and Pinocchio.
+
+Run from the repository root::
+
+    python benchmarks/bench_denoc.py            # full run (~3 min)
+    python benchmarks/bench_denoc.py --quick    # fewer rounds
+
+1. Per call, on the parallel mechanisms of the catalog (five_bar, three_rrr, stewart,
+   delta): ``ld.methods.denoc.run`` next to ``ld.forward_dynamics`` with
+   ``method="augmented"``, ``"slm"``, ``"sslm"`` and ``pin.constraintDynamics``
+   (``StdVec_RigidConstraintModel`` / ``StdVec_RigidConstraintData`` containers,
+   ``ProximalSettings(1e-12, 1e-8, 20)``; the Delta's universal closures have no
+   Pinocchio counterpart).  Every answer is checked against the augmented q̈:
+   max |q̈ - q̈_aug| / max |q̈_aug|.
+2. The long-leg family: ``stewart(segments=s)`` and ``delta(segments=s)``, whose
+   cylinders and pistons (arms and forearms) are chains of s rigidly joined bodies,
+   so that each leg has m = 2s bodies, m = 2 … 64: per-call times and the log-log
+   slope in m (m ≥ 8).  In the paper's class a leg has at most 6 unactuated 1-DOF
+   joints (3 in the plane; more would give it an internal mobility), so legs grow
+   in bodies, not in joints.
+
+Timing: CPU time (``time.process_time``, so that other processes on a shared machine
+weigh less), the functions of one row called in alternation (A B C … A B C …) for
+``rounds`` rounds of ~``min_time`` s each; the table gives the median per call, the
+min–max over the rounds and the ratio to Pinocchio (or to augmented).
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+import loopdyn as ld
+from loopdyn.methods import denoc
+
+METHODS = ("augmented", "slm", "sslm")
+
+
+def _state(model, seed=0):
+    """A consistent state at q0: random actuated rates and forces."""
+    rng = np.random.default_rng(seed)
+    v = np.zeros(model.nv)
+    v[model.actuated] = rng.normal(size=model.actuated.size)
+    v = ld.complete_velocity(model, model.q0, v)
+    tau = np.zeros(model.nv)
+    tau[model.actuated] = rng.normal(size=model.actuated.size)
+    return np.array(model.q0), v, tau
+
+
+def _pin(model, q, v, tau):
+    """A zero-argument call of pin.constraintDynamics on ``model``, or None if not exportable."""
+    import pinocchio as pin
+
+    from loopdyn.interop.pinocchio import PinocchioExport
+
+    ex = PinocchioExport(model)
+    if ex.unexported:
+        return None, None
+    pd = ex.model.createData()
+    cms = pin.StdVec_RigidConstraintModel()
+    cds = pin.StdVec_RigidConstraintData()
+    for c in ex.constraints:
+        cms.append(c)
+        cds.append(c.createData())
+    pin.initConstraintDynamics(ex.model, pd, cms, cds)
+    prox = pin.ProximalSettings(1e-12, 1e-8, 20)
+    qp, vp, tp = ex.q(q), ex.v(v), ex.v(tau)
+
+    def call():
+        return pin.constraintDynamics(ex.model, pd, qp, vp, tp, cms, cds, prox)
+
+    return call, ex
+
+
+def _calls(fn, min_time):
+    n = 1
+    while True:
+        t0 = time.process_time()
+        for _ in range(n):
+            fn()
+        dt = time.process_time() - t0
+        if dt >= min_time:
+            return n
+        n = max(2 * n, int(n * min_time / max(dt, 1e-6) * 1.2))
+
+
+def timings(fns, rounds, min_time):
+    """Per-call CPU times (µs) of each function: (median, min, max) over alternated rounds."""
+    ns = [_calls(f, min_time) for f in fns]
+    runs = [[] for _ in fns]
+    for _ in range(rounds):
+        for f, n, r in zip(fns, ns, runs, strict=True):
+            t0 = time.process_time()
+            for _ in range(n):
+                f()
+            r.append((time.process_time() - t0) / n * 1e6)
+    return [(float(np.median(r)), float(np.min(r)), float(np.max(r))) for r in runs]
+
+
+def _row(model, rounds, min_time):
+    q, v, tau = _state(model)
+    exact = ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
+    scale = np.abs(exact).max()
+    names = ["denoc", *METHODS]
+    fns = [lambda: denoc.run(model, q, v, tau)]
+    fns += [lambda m=m: ld.forward_dynamics(model, q, v, tau, method=m) for m in METHODS]
+    errs = [np.abs(denoc.run(model, q, v, tau) - exact).max() / scale]
+    errs += [
+        np.abs(ld.forward_dynamics(model, q, v, tau, method=m).qdd - exact).max() / scale
+        for m in METHODS
+    ]
+    pin_call, ex = _pin(model, q, v, tau)
+    if pin_call is not None:
+        names.append("pin")
+        fns.append(pin_call)
+        errs.append(np.abs(ex.v_from(pin_call()) - exact).max() / scale)
+    t = timings(fns, rounds, min_time)
+    return names, t, errs
+
+
+def catalog_table(rounds, min_time):
+    print("1. per call (CPU µs: median [min-max] over alternated rounds; error vs augmented)")
+    for name in ("five_bar", "three_rrr", "stewart", "delta"):
+        model = ld.examples.get(name)
+        names, t, errs = _row(model, rounds, min_time)
+        ref = "pin" if "pin" in names else "augmented"
+        tref = t[names.index(ref)][0]
+        print(f"{name} (nv = {model.nv}, m = {model.m}, DOF = {model.actuated.size})")
+        for k, (nm, (med, lo, hi), err) in enumerate(zip(names, t, errs, strict=True)):
+            label = nm if nm == "pin" else (f"ld {nm}" if k else "ld denoc")
+            print(
+                f"  {label:<14}{med:8.2f} [{lo:6.2f}-{hi:6.2f}]  ×{med / tref:5.2f} {ref:<9}"
+                f" error {err:.1e}"
+            )
+    print()
+
+
+def scaling(segments, rounds, min_time):
+    print("2. long legs: m bodies per leg (CPU µs per call, median)")
+    for family in ("stewart", "delta"):
+        rows = []
+        for s in segments:
+            model = getattr(ld.examples, family)(segments=s)
+            names, t, errs = _row(model, rounds, min_time)
+            rows.append((2 * s, model.nbodies, dict(zip(names, (x[0] for x in t), strict=True)),
+                         max(errs)))  # fmt: skip
+        cols = list(rows[0][2])
+        print(f"{family}: " + "".join(f"{c:>11}" for c in ["m", "bodies", *cols, "max err"]))
+        for m, nb, row, err in rows:
+            cells = "".join(f"{row[c]:11.2f}" for c in cols)
+            print(f"{'':<{len(family) + 2}}{m:>11}{nb:>11}{cells}{err:11.1e}")
+        ms = np.array([r[0] for r in rows], dtype=float)
+        sel = ms >= 8
+        if sel.sum() >= 2:
+            slopes = {
+                c: np.polyfit(np.log(ms[sel]), np.log([r[2][c] for r in rows])[sel], 1)[0]
+                for c in cols
+            }
+            print(
+                "  log-log slope in m (m >= 8): "
+                + ", ".join(f"{c} {x:.2f}" for c, x in slopes.items())
+            )
+    print()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help="fewer and shorter rounds")
+    args = ap.parse_args(argv)
+    rounds, min_time = (3, 0.03) if args.quick else (7, 0.1)
+    catalog_table(rounds, min_time)
+    scaling([1, 2, 4, 8, 16, 32], rounds, min_time)
+
+
+if __name__ == "__main__":
+    main()
