@@ -157,7 +157,7 @@ def test_denoc_matrices(name):
     t = D.N @ v[model.actuated]
     d = ld.forward_kinematics(model, q, v, data=model.create_data())
     for c in range(len(st.columns)):
-        sl = denoc._slot_after(st, c)
+        sl = st.slot_after[c]
         if sl < 0:
             continue
         b = model.body_index(st.ps.slots[sl][0])
@@ -243,12 +243,14 @@ def test_only_the_actuated_rates_are_read():
 
 
 # ----------------------------------------------------------------------------- errors
-def _four_bar_with(**changes):
+def _four_bar_with(actuated=("crank",)):
     b = ld.ModelBuilder("four_bar_variant", gravity=(0, -9.81, 0), planar=True)
-    b.add_body("crank", "ground", ld.Revolute("z"), actuated=True, **rod(1.5, 0.3))
+    b.add_body("crank", "ground", ld.Revolute("z"), actuated="crank" in actuated,
+               **rod(1.5, 0.3))  # fmt: skip
     b.add_body("coupler", "crank", ld.Revolute("z"), xyz=(0.3, 0, 0),
-               actuated=changes.get("coupler", False), **rod(5.0, 1.0))  # fmt: skip
-    b.add_body("rocker", "ground", ld.Revolute("z"), xyz=(1.0, 0, 0), **rod(3.0, 0.6))
+               actuated="coupler" in actuated, **rod(5.0, 1.0))  # fmt: skip
+    b.add_body("rocker", "ground", ld.Revolute("z"), xyz=(1.0, 0, 0),
+               actuated="rocker" in actuated, **rod(3.0, 0.6))  # fmt: skip
     b.add_frame("coupler_tip", "coupler", xyz=(1.0, 0, 0))
     b.add_frame("rocker_tip", "rocker", xyz=(0.6, 0, 0))
     b.add_closure("coupler_rocker", "coupler_tip", "rocker_tip", "revolute")
@@ -263,7 +265,7 @@ def _four_bar_with(**changes):
         (lambda: ld.examples.carpet_scraper(), "one moving platform"),
         (lambda: ld.examples.planar_ladder(3), "one moving platform"),
         (lambda: ld.examples.serial_arm(), "closed loops"),
-        (lambda: _four_bar_with(coupler=True), "no actuation redundancy"),
+        (lambda: _four_bar_with(("crank", "coupler")), "no actuation redundancy"),
     ],
 )
 def test_error_names_the_failing_assumption(build, assumption):
@@ -332,6 +334,20 @@ def test_singular_configurations_raise():
     assert np.abs(ld.closure_residual(model, q)).max() < 1e-12
     with pytest.raises(ld.SingularityError, match="condition number"):
         denoc.run(model, q, np.zeros(4), np.zeros(4))
+
+
+def test_leg_singularity_raises():
+    """A rocker-driven four-bar at its dead point: crank and coupler aligned, the leg's
+    unactuated joints (crank, coupler, cut) are dependent, δ of eq. (11c) vanishes."""
+    model = _four_bar_with(actuated="rocker")
+    ps = ld.parallel_structure(model)
+    assert ps.legs[0].columns[ps.legs[0].k_column].joint == "rocker"
+    phi = np.arccos((1.3**2 + 1.0 - 0.6**2) / 2.6)
+    B = 1.3 * np.array([np.cos(phi), np.sin(phi)])
+    q = np.array([phi, 0.0, np.arctan2(B[1], B[0] - 1.0)])
+    assert np.abs(ld.closure_residual(model, q)).max() < 1e-12
+    with pytest.raises(ld.SingularityError, match=r"leg 1: .* joint 'crank' is dependent"):
+        denoc.run(model, q, np.zeros(3), np.zeros(3))
 
 
 def test_bad_input():

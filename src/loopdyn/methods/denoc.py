@@ -611,7 +611,12 @@ def generalized_inertia(leg, JT, R7, Me, X, XJ, Ig):
             Ig[b, a] = x
 
 
-# ------------------------------------------------------------------------ algorithms
+# ------------------------------------------------------------------ packed layout
+# The structure (ints, built once per model) and the workspace (floats, one per Data):
+#   dni = header | leg (L, 4) | col (C, 11) | bslot (nb) | slotcol (NS)
+#   header: L, C, NS, n, platform body, the 4 int offsets, the float offsets (_FLOATS)
+#   leg row: first column, end column, actuated column (-1: none), closes on the ground
+#   col row: see _TYPE … _ROT above
 Model6 = namedtuple("Model6", "topo jgeom inertia gravity cl_body cl_X")
 Tree5 = namedtuple("Tree5", "Xrel Xw S vec6 tmp33")
 Denoc = namedtuple(
@@ -621,6 +626,82 @@ Denoc = namedtuple(
 )
 
 
+_HEAD = 9
+_FLOATS = (
+    "cax", "s", "pt", "dinv", "rate", "arate", "tw", "ac", "b", "Phi", "Lc", "JT", "xi",
+    "vec", "Ms", "ws", "R7", "l7", "P", "Q", "rv", "Ig", "Lg", "XJ", "X", "th", "thdd", "info",
+)  # fmt: skip
+
+
+def _float_specs(L, C, NS, n):
+    shapes = {
+        "cax": (C, 3), "s": (C, 6), "pt": (C, 6), "dinv": (C,), "rate": (C,), "arate": (C,),
+        "tw": (C, 6), "ac": (C, 6), "b": (C, 6), "Phi": (6, 6),
+        "Lc": (6, 6), "JT": (n, 6), "xi": (L, 6), "vec": (8, 6), "Ms": (NS + 1, 6, 6),
+        "ws": (NS + 1, 6), "R7": (L, 7, 7), "l7": (L, 7), "P": (6, 6), "Q": (6, 7),
+        "rv": (3, 7), "Ig": (n, n), "Lg": (n, n), "XJ": (n, 6), "X": (6, 6), "th": (n,),
+        "thdd": (n,), "info": (4,),
+    }  # fmt: skip
+    return [(k, shapes[k]) for k in _FLOATS]
+
+
+@njit(cache=True, inline="always")
+def denoc_views(dni, dnf):
+    """The :data:`Denoc` named tuple of views of the packed structure and workspace."""
+    L, C, NS, n, pb = dni[0], dni[1], dni[2], dni[3], dni[4]
+    leg = block(dni, dni[5], (L, 4))
+    col = block(dni, dni[6], (C, 11))
+    bslot = block(dni, dni[7], dni[8] - dni[7])
+    slotcol = block(dni, dni[8], NS)
+    o = _HEAD
+    cax = block(dnf, dni[o], (C, 3))
+    s = block(dnf, dni[o + 1], (C, 6))
+    pt = block(dnf, dni[o + 2], (C, 6))
+    dinv = block(dnf, dni[o + 3], C)
+    rate = block(dnf, dni[o + 4], C)
+    arate = block(dnf, dni[o + 5], C)
+    tw = block(dnf, dni[o + 6], (C, 6))
+    ac = block(dnf, dni[o + 7], (C, 6))
+    b = block(dnf, dni[o + 8], (C, 6))
+    Phi = block(dnf, dni[o + 9], (6, 6))
+    Lc = block(dnf, dni[o + 10], (6, 6))
+    JT = block(dnf, dni[o + 11], (n, 6))
+    xi = block(dnf, dni[o + 12], (L, 6))
+    vec = block(dnf, dni[o + 13], (8, 6))
+    Ms = block(dnf, dni[o + 14], (NS + 1, 6, 6))
+    ws = block(dnf, dni[o + 15], (NS + 1, 6))
+    R7 = block(dnf, dni[o + 16], (L, 7, 7))
+    l7 = block(dnf, dni[o + 17], (L, 7))
+    P = block(dnf, dni[o + 18], (6, 6))
+    Q = block(dnf, dni[o + 19], (6, 7))
+    rv = block(dnf, dni[o + 20], (3, 7))
+    Ig = block(dnf, dni[o + 21], (n, n))
+    Lg = block(dnf, dni[o + 22], (n, n))
+    XJ = block(dnf, dni[o + 23], (n, 6))
+    X = block(dnf, dni[o + 24], (6, 6))
+    th = block(dnf, dni[o + 25], n)
+    thdd = block(dnf, dni[o + 26], n)
+    info = block(dnf, dni[o + 27], 4)
+    none = block(dnf, 0, 0)
+    return Denoc(
+        leg, col, bslot, slotcol, pb, cax, s, pt, dinv, rate, arate, tw, ac, b, Phi, Lc,
+        JT, xi, vec, Ms, ws, R7, l7, P, Q, rv, Ig, Lg, XJ, X, th, thdd, info, none,
+    )  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def _unpack(ictx, fctx):
+    mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
+    topo, cl_body, _, jgeom, inertia, gravity, cl_X, _ = model_views(mlay, mi, mf)
+    Xrel, Xw, S, vec6, _, tmp33 = tree_views(dlay, df)
+    return (
+        mlay,
+        Model6(topo, jgeom, inertia, gravity, cl_body, cl_X),
+        Tree5(Xrel, Xw, S, vec6, tmp33),
+    )
+
+
+# ------------------------------------------------------------------------ algorithms
 @entry_kernel
 def denoc_rates(ictx, fctx, dni, dnf, q, v):
     """Positions, projections, J and all joint rates from the actuated ones (eqs. 7–14).
@@ -814,84 +895,7 @@ def denoc_inverse(ictx, fctx, dni, dnf, q, v, qdd, tau_act):
     return ratio
 
 
-# ----------------------------------------------------------------- packing and entries
-# int buffer: header | leg (L, 4) | col (C, 11) | bslot (nb) | slotcol (NS)
-# header: L, C, NS, n, pb, then the int offsets (4) and the float offsets (len(_FLOATS))
-_HEAD = 9
-_FLOATS = (
-    "cax", "s", "pt", "dinv", "rate", "arate", "tw", "ac", "b", "Phi", "Lc", "JT", "xi",
-    "vec", "Ms", "ws", "R7", "l7", "P", "Q", "rv", "Ig", "Lg", "XJ", "X", "th", "thdd", "info",
-)  # fmt: skip
-
-
-def _float_specs(L, C, NS, n):
-    shapes = {
-        "cax": (C, 3), "s": (C, 6), "pt": (C, 6), "dinv": (C,), "rate": (C,), "arate": (C,),
-        "tw": (C, 6), "ac": (C, 6), "b": (C, 6), "Phi": (6, 6),
-        "Lc": (6, 6), "JT": (n, 6), "xi": (L, 6), "vec": (8, 6), "Ms": (NS + 1, 6, 6),
-        "ws": (NS + 1, 6), "R7": (L, 7, 7), "l7": (L, 7), "P": (6, 6), "Q": (6, 7),
-        "rv": (3, 7), "Ig": (n, n), "Lg": (n, n), "XJ": (n, 6), "X": (6, 6), "th": (n,),
-        "thdd": (n,), "info": (4,),
-    }  # fmt: skip
-    return [(k, shapes[k]) for k in _FLOATS]
-
-
-@njit(cache=True, inline="always")
-def denoc_views(dni, dnf):
-    """The :data:`Denoc` named tuple of views of the packed structure and workspace."""
-    L, C, NS, n, pb = dni[0], dni[1], dni[2], dni[3], dni[4]
-    leg = block(dni, dni[5], (L, 4))
-    col = block(dni, dni[6], (C, 11))
-    bslot = block(dni, dni[7], dni[8] - dni[7])
-    slotcol = block(dni, dni[8], NS)
-    o = _HEAD
-    cax = block(dnf, dni[o], (C, 3))
-    s = block(dnf, dni[o + 1], (C, 6))
-    pt = block(dnf, dni[o + 2], (C, 6))
-    dinv = block(dnf, dni[o + 3], C)
-    rate = block(dnf, dni[o + 4], C)
-    arate = block(dnf, dni[o + 5], C)
-    tw = block(dnf, dni[o + 6], (C, 6))
-    ac = block(dnf, dni[o + 7], (C, 6))
-    b = block(dnf, dni[o + 8], (C, 6))
-    Phi = block(dnf, dni[o + 9], (6, 6))
-    Lc = block(dnf, dni[o + 10], (6, 6))
-    JT = block(dnf, dni[o + 11], (n, 6))
-    xi = block(dnf, dni[o + 12], (L, 6))
-    vec = block(dnf, dni[o + 13], (8, 6))
-    Ms = block(dnf, dni[o + 14], (NS + 1, 6, 6))
-    ws = block(dnf, dni[o + 15], (NS + 1, 6))
-    R7 = block(dnf, dni[o + 16], (L, 7, 7))
-    l7 = block(dnf, dni[o + 17], (L, 7))
-    P = block(dnf, dni[o + 18], (6, 6))
-    Q = block(dnf, dni[o + 19], (6, 7))
-    rv = block(dnf, dni[o + 20], (3, 7))
-    Ig = block(dnf, dni[o + 21], (n, n))
-    Lg = block(dnf, dni[o + 22], (n, n))
-    XJ = block(dnf, dni[o + 23], (n, 6))
-    X = block(dnf, dni[o + 24], (6, 6))
-    th = block(dnf, dni[o + 25], n)
-    thdd = block(dnf, dni[o + 26], n)
-    info = block(dnf, dni[o + 27], 4)
-    none = block(dnf, 0, 0)
-    return Denoc(
-        leg, col, bslot, slotcol, pb, cax, s, pt, dinv, rate, arate, tw, ac, b, Phi, Lc,
-        JT, xi, vec, Ms, ws, R7, l7, P, Q, rv, Ig, Lg, XJ, X, th, thdd, info, none,
-    )  # fmt: skip
-
-
-@njit(cache=True, inline="always")
-def _unpack(ictx, fctx):
-    mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
-    topo, cl_body, _, jgeom, inertia, gravity, cl_X, _ = model_views(mlay, mi, mf)
-    Xrel, Xw, S, vec6, _, tmp33 = tree_views(dlay, df)
-    return (
-        mlay,
-        Model6(topo, jgeom, inertia, gravity, cl_body, cl_X),
-        Tree5(Xrel, Xw, S, vec6, tmp33),
-    )
-
-
+# ------------------------------------------------------------------- entries
 @entry_kernel
 def denoc_forward_entry(ictx, fctx, dni, dnf, q, v, tau, qdd):
     """``denoc_forward`` on a Data's context and the DeNOC buffers, inputs checked."""
@@ -936,7 +940,9 @@ class DenocStructure:
 
     ``ps``: the :class:`~loopdyn.topology.parallel.ParallelStructure`; ``ints``: the
     int buffer (header, leg and column tables, body slots); ``columns``: every
-    column in order, as ``(leg, Column)``.
+    column in order, as ``(leg, Column)``; ``slot_after`` (C): the leg body after
+    each column (``ps.slots`` index; -1 on the ground, -2 the platform, -3 none: the
+    massless link between two axes of one joint).
     """
 
     def __init__(self, model, ps):
@@ -970,6 +976,7 @@ class DenocStructure:
                 if leg.after[j] >= 0:
                     slotcol[leg.after[j]] = g1
         self.columns = tuple(cols)
+        self.slot_after = table[:, _SLOT].copy()
         ints = [
             ("leg", np.array(legrows, dtype=np.int64).reshape(L, 4)),
             ("col", table),
@@ -1005,14 +1012,12 @@ class DenocWork:
         self.ints = st.ints
 
 
-def structure(model, platform=None):
-    """The :class:`DenocStructure` of ``model`` (cached for the default platform)."""
-    if platform is None:
-        st = getattr(model, "_denoc_structure", None)
-        if st is None:
-            st = model._denoc_structure = DenocStructure(model, parallel_structure(model))
-        return st
-    return DenocStructure(model, parallel_structure(model, platform=platform))
+def structure(model):
+    """The :class:`DenocStructure` of ``model`` (built once, cached on the model)."""
+    st = getattr(model, "_denoc_structure", None)
+    if st is None:
+        st = model._denoc_structure = DenocStructure(model, parallel_structure(model))
+    return st
 
 
 def _work(model, d):
@@ -1262,12 +1267,7 @@ class DenocMatrices:
             if sl == ON_PLATFORM:
                 col = c0[first_platform_leg] + len(legs[first_platform_leg].columns) - 1
             else:
-                col = next(
-                    c0[l] + i
-                    for l, g in enumerate(legs)
-                    for i in range(len(g.columns))
-                    if st.ints is not None and _slot_after(st, c0[l] + i) == sl
-                )
+                col = int(np.flatnonzero(st.slot_after == sl)[0])
             R, o = d.Xw[b, :3], d.Xw[b, 3]
             X = np.zeros((6, 6))  # motion transform from E (world axes) to the body frame
             X[:3, :3] = R.T
@@ -1279,11 +1279,6 @@ class DenocMatrices:
 
 def _skew(x):
     return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
-
-
-def _slot_after(st, c):
-    col = st.ints[st.ints[6] : st.ints[6] + 11 * st.C].reshape(st.C, 11)
-    return int(col[c, _SLOT])
 
 
 def denoc_matrices(model, q):
