@@ -283,35 +283,38 @@ def platform_jacobian(leg, s, pt, dinv, Phi, Lc, JT):
 
 
 @njit(cache=True, inline="always")
-def leg_rates(c0, c1, k, s, pt, dinv, target, th_k, b, rate, cum):
+def leg_rates(c0, c1, k, s, pt, dinv, target, th_k, b, rate, cum, mode):
     """Joint rates (or accelerations) of one leg, eqs. (11b) and (12b), base to platform.
 
     ``target``: t_e (velocities) or ṫ_e - ξ (accelerations; 0 - ξ for a leg closing
     on the ground); ``th_k``: the actuated joint's rate (ignored if k < 0).  For
     i ≠ k: θ_i = p̃_iᵀ (target - Σ_{j<i} s_j θ_j - [i < k] s_k θ_k) / δ_i, the
     paper's (11b) for i > k and (12b), with t'_e = t_e - s_k θ̇_k (12a), for i < k.
-    Out: ``rate`` (C) and ``cum`` (C, 6): Σ_{j<=i} (s_j θ_j + b_j), the twist (or
-    spatial acceleration) of the body after column i; ``b`` (C, 6) are the columns'
-    bias accelerations ṡ_j θ̇_j (pass zeros for velocities).
+    Out: ``rate`` (C) and, if ``mode`` > 0, ``cum`` (C, 6): the twist (mode 1:
+    Σ_{j<=i} s_j θ_j) or the spatial acceleration (mode 2: Σ_{j<=i} (s_j θ_j + b_j),
+    ``b`` (C, 6) the columns' ṡ_j θ̇_j) of the body after column i.
     """
     a0 = a1 = a2 = a3 = a4 = a5 = 0.0  # Σ s_j θ_j
-    m0 = m1 = m2 = m3 = m4 = m5 = 0.0  # Σ (s_j θ_j + b_j)
+    g0 = g1 = g2 = g3 = g4 = g5 = 0.0  # Σ b_j (mode 2)
+    y0, y1, y2, y3, y4, y5 = target[0], target[1], target[2], target[3], target[4], target[5]
+    if k >= 0:
+        # t'_e of (12a), the target below the actuated joint
+        y0 -= s[k, 0] * th_k
+        y1 -= s[k, 1] * th_k
+        y2 -= s[k, 2] * th_k
+        y3 -= s[k, 3] * th_k
+        y4 -= s[k, 4] * th_k
+        y5 -= s[k, 5] * th_k
     for i in range(c0, c1):
         if i == k:
             r = th_k
+            # above k the target is t_e again: its s_k θ_k is now part of Σ s_j θ_j
+            y0, y1, y2 = target[0], target[1], target[2]
+            y3, y4, y5 = target[3], target[4], target[5]
         else:
-            y0, y1, y2 = target[0] - a0, target[1] - a1, target[2] - a2
-            y3, y4, y5 = target[3] - a3, target[4] - a4, target[5] - a5
-            if i < k:
-                y0 -= s[k, 0] * th_k
-                y1 -= s[k, 1] * th_k
-                y2 -= s[k, 2] * th_k
-                y3 -= s[k, 3] * th_k
-                y4 -= s[k, 4] * th_k
-                y5 -= s[k, 5] * th_k
             r = (
-                pt[i, 0] * y0 + pt[i, 1] * y1 + pt[i, 2] * y2
-                + pt[i, 3] * y3 + pt[i, 4] * y4 + pt[i, 5] * y5
+                pt[i, 0] * (y0 - a0) + pt[i, 1] * (y1 - a1) + pt[i, 2] * (y2 - a2)
+                + pt[i, 3] * (y3 - a3) + pt[i, 4] * (y4 - a4) + pt[i, 5] * (y5 - a5)
             ) * dinv[i]  # fmt: skip
         rate[i] = r
         a0 += s[i, 0] * r
@@ -320,18 +323,20 @@ def leg_rates(c0, c1, k, s, pt, dinv, target, th_k, b, rate, cum):
         a3 += s[i, 3] * r
         a4 += s[i, 4] * r
         a5 += s[i, 5] * r
-        m0 += s[i, 0] * r + b[i, 0]
-        m1 += s[i, 1] * r + b[i, 1]
-        m2 += s[i, 2] * r + b[i, 2]
-        m3 += s[i, 3] * r + b[i, 3]
-        m4 += s[i, 4] * r + b[i, 4]
-        m5 += s[i, 5] * r + b[i, 5]
-        cum[i, 0] = m0
-        cum[i, 1] = m1
-        cum[i, 2] = m2
-        cum[i, 3] = m3
-        cum[i, 4] = m4
-        cum[i, 5] = m5
+        if mode == 2:
+            g0 += b[i, 0]
+            g1 += b[i, 1]
+            g2 += b[i, 2]
+            g3 += b[i, 3]
+            g4 += b[i, 4]
+            g5 += b[i, 5]
+        if mode > 0:
+            cum[i, 0] = a0 + g0
+            cum[i, 1] = a1 + g1
+            cum[i, 2] = a2 + g2
+            cum[i, 3] = a3 + g3
+            cum[i, 4] = a4 + g4
+            cum[i, 5] = a5 + g5
 
 
 @njit(cache=True, inline="always")
@@ -747,15 +752,14 @@ def denoc_rates(ictx, fctx, dni, dnf, q, v):
         for a in range(n):
             x += w.JT[a, r] * w.th[a]
         te[r] = x
-    # unactuated rates (11b), (12b), leg by leg (no bias at velocity level)
-    w.b[:, :] = 0.0
+    # unactuated rates (11b), (12b), leg by leg
     zero = w.vec[_Z]
     zero[:] = 0.0
     for l in range(w.leg.shape[0]):
         thk = w.th[l] if l < n else 0.0
         target = zero if w.leg[l, 3] == 1 else te
         leg_rates(w.leg[l, 0], w.leg[l, 1], w.leg[l, 2], w.s, w.pt, w.dinv, target, thk, w.b,
-                  w.rate, w.tw)  # fmt: skip
+                  w.rate, w.tw, 1)  # fmt: skip
     joint_biases(w.leg, w.col, w.s, w.tw, w.rate, w.b, w.xi)
     return ratio
 
@@ -799,7 +803,7 @@ def denoc_accelerations(dni, dnf, thdd, first):
             tg[r] = (0.0 if closed else ae[r]) - w.xi[l, r]
         thk = thdd[l] if l < n else 0.0
         leg_rates(w.leg[l, 0], w.leg[l, 1], w.leg[l, 2], w.s, w.pt, w.dinv, tg, thk, w.b,
-                  w.arate, w.ac)  # fmt: skip
+                  w.arate, w.ac, 2 if first else 0)  # fmt: skip
 
 
 @entry_kernel
