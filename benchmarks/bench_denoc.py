@@ -14,8 +14,8 @@ Run from the repository root::
    max |q̈ - q̈_aug| / max |q̈_aug|.
 2. The long-leg family: ``stewart(segments=s)`` and ``delta(segments=s)``, whose
    cylinders and pistons (arms and forearms) are chains of s rigidly joined bodies,
-   so that each leg has m = 2s bodies, m = 2 … 64: per-call times and the log-log
-   slope in m (m ≥ 8).  In the paper's class a leg has at most 6 unactuated 1-DOF
+   so that each leg has m = 2s bodies, m = 2 … 64: per-call times and the straight
+   line t = a + b m fitted to them.  In the paper's class a leg has at most 6 unactuated 1-DOF
    joints (3 in the plane; more would give it an internal mobility), so legs grow
    in bodies, not in joints.
 
@@ -149,17 +149,13 @@ def scaling(segments, rounds, min_time):
         for m, nb, row, err in rows:
             cells = "".join(f"{row[c]:11.2f}" for c in cols)
             print(f"{'':<{len(family) + 2}}{m:>11}{nb:>11}{cells}{err:11.1e}")
+        # cost linear in m: least squares t = a + b m, and the worst relative residual
         ms = np.array([r[0] for r in rows], dtype=float)
-        sel = ms >= 8
-        if sel.sum() >= 2:
-            slopes = {
-                c: np.polyfit(np.log(ms[sel]), np.log([r[2][c] for r in rows])[sel], 1)[0]
-                for c in cols
-            }
-            print(
-                "  log-log slope in m (m >= 8): "
-                + ", ".join(f"{c} {x:.2f}" for c, x in slopes.items())
-            )
+        for c in cols:
+            t = np.array([r[2][c] for r in rows])
+            b, a = np.polyfit(ms, t, 1)
+            res = np.abs(a + b * ms - t).max() / t.min()
+            print(f"  {c:<10} t ≈ {a:6.2f} + {b:6.3f} m µs (worst residual {res:.0%})")
     print()
 
 
