@@ -23,14 +23,17 @@ ball closure three), ordered from the base to the platform, signed along the leg
 Kernels (numba, no allocation; the paper's steps):
 
 - ``joint_twists``:   s_i of every column (7b), (9b)
-- ``projections``:    p̃_i, δ_i and Φ_i of every leg, from the platform end (10)–(12)
-- ``platform_jacobian``: Φ = Σ Φ_2 (14a), its Cholesky factor and J (14b)
+- ``projections``:    p̃_i and δ_i of every leg, from the platform end (10)–(12); the
+                      projectors Φ_i are applied in product form (``apply_phi``)
+- ``platform_jacobian``: Φ = Σ Φ_2 (14a), its Cholesky factor (``chol6``) and J (14b)
 - ``leg_rates``:      unactuated rates (11b)/(12b) (and accelerations) of one leg
 - ``joint_biases``:   ṡ_i θ̇_i and the leg sums ξ
 - ``body_inertias``/``body_wrenches``: M_i about E, w_i = M_i(ṫ_i - g) + t_i ×* M_i t_i (18a)
 - ``backward_pass``:  IDA-1/2 (21)–(23) and, for forward dynamics, FDA-1/2 (28)–(33)
 - ``generalized_inertia``: FDA-2/3: the GIM I = Nᵀ M N (30)–(34)
-- ``denoc_forward``/``denoc_inverse``: the algorithms; ``run`` / ``inverse``: Python entries.
+- ``denoc_rates``, ``denoc_accelerations``, ``denoc_inverse_dynamics``: the steps;
+  ``denoc_forward`` / ``denoc_inverse``: the algorithms; ``run`` / ``inverse``: the Python
+  entries; ``kinematics``, ``denoc_matrices``, ``generalized_inertia_matrix``: teaching.
 """
 
 from collections import namedtuple
