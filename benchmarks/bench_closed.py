@@ -43,7 +43,8 @@ def _pin(model):
 
     ex = PinocchioExport(model)
     pd = ex.model.createData()
-    cds = [c.createData() for c in ex.constraints]
+    # Pinocchio's fast path: StdVec containers (a Python list is converted at every call)
+    cds = ex.constraint_datas()
     pin.initConstraintDynamics(ex.model, pd, ex.constraints, cds)
     prox = pin.ProximalSettings(1e-12, 1e-8, 20)
 

@@ -44,7 +44,7 @@ from loopdyn.examples.paper_mechanisms import (
     CARPET_SCRAPER_THETA1_DOT,
     THREE_RRR_THETA,
 )
-from loopdyn.methods import slm, sslm
+from loopdyn.methods import sslm
 
 # Tables 3 and 4 of the paper: seconds, (SLM, SSLM)
 PAPER_T4 = {"carpet_scraper": (0.3045, 0.2205), "three_rrr": (0.2055, 0.1575)}
@@ -99,26 +99,15 @@ def kernel_ns(calls, repeat, min_time):
 
 
 def _fd_kernels(model, q, v, tau):
-    """The compiled forward-dynamics kernels of SLM and SSLM with their arguments."""
-    rows = np.arange(model.m, dtype=np.int64)
-    d = model.create_data()
-    ld.constraints(model, q, data=d)
-    w, k = d.closure, d.dyn
-    a_slm = (
-        model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
-        model.row_int, model.row_vec, rows, q, v, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6,
-        d.tmp33, w.cw, w.rw, k.zeros_nv, k.fext_none, w.Phi, w.J, w.gamma, k.M, k.phi,
-        k.Y, k.Sm, k.x, k.fext, np.empty(model.nv), np.empty(model.m),
-    )  # fmt: skip
-    d2 = model.create_data()
-    ld.constraints(model, q, data=d2)
-    plan = sslm.sslm_work(model, d2).plan(model, rows)
-    a_sslm = (
-        *sslm._kernel_args(model, d2, plan, rows, q, v, tau),
-        np.empty(model.nv),
-        np.empty(model.m),
-    )
-    return (slm.slm_kernel, a_slm), (sslm.sslm_kernel, a_sslm)
+    """The compiled forward-dynamics entries of SLM and SSLM with their arguments."""
+    out = []
+    for method in ("slm", "sslm"):
+        d = model.create_data()
+        ld.forward_dynamics(model, q, v, tau, method=method, data=d)  # rows, plan, compile
+        call = d.bound[method]  # functools.partial(entry, ctx[, plan buffer])
+        args = (*call.args, q, v, tau, np.empty(model.nv), np.empty(model.m))
+        out.append((call.func, args))
+    return out
 
 
 def per_call(model, repeat, min_time, seed=0):

@@ -71,7 +71,7 @@ def test_row_counts_of_every_kind():
 def test_catalog_q0_is_consistent_with_the_stated_dof(name):
     model = closed_model(name)
     assert np.abs(ld.closure_residual(model, model.q0)).max() < 1e-12
-    assert model.dof == DOF[name]
+    assert ld.degrees_of_freedom(model) == DOF[name]
     assert model.actuated.size == DOF[name]
 
 
@@ -187,5 +187,7 @@ def test_pinocchio_export_lists_closures_it_cannot_express():
 
     ex = PinocchioExport(mixed_mechanism("universal"))
     assert ex.unexported == ["c1"] and ex.exported == ["c2"]
-    _, constraints = ld.interop.to_pinocchio(closed_model("spatial_ladder"))
+    _, constraints, datas = ld.interop.to_pinocchio(closed_model("spatial_ladder"))
+    assert len(datas) == len(constraints)
+    assert type(constraints).__name__ == "StdVec_RigidConstraintModel"
     assert len(constraints) == 3

@@ -125,11 +125,11 @@ def test_body_velocities_match_pinocchio(case):
     for i, name in enumerate(model.body_names):
         fid = ex.model.getFrameId(name, pin.FrameType.BODY)
         vp = pin.getFrameVelocity(ex.model, pd, fid, pin.LOCAL)
-        np.testing.assert_allclose(d.vec6[i, 0, :3], vp.angular, atol=1e-10, err_msg=name)
-        np.testing.assert_allclose(d.vec6[i, 0, 3:], vp.linear, atol=1e-10, err_msg=name)
+        np.testing.assert_allclose(d.V[i, :3], vp.angular, atol=1e-10, err_msg=name)
+        np.testing.assert_allclose(d.V[i, 3:], vp.linear, atol=1e-10, err_msg=name)
         # consistent with the body's own local Jacobian
         np.testing.assert_allclose(
-            d.vec6[i, 0], ld.frame_jacobian(model, q, name, reference="local") @ v, atol=1e-10
+            d.V[i], ld.frame_jacobian(model, q, name, reference="local") @ v, atol=1e-10
         )
 
 

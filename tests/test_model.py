@@ -335,16 +335,16 @@ def test_catalog():
 
 def test_tree_workspace_memory_is_linear_in_the_bodies():
     """Data of a tree holds O(n) floats: no dense nv × nv method blocks."""
-    sizes = {L: ld.examples.spatial_ladder_tree(L).create_data().df.size for L in (8, 16, 32)}
+    sizes = {L: ld.examples.spatial_ladder_tree(L).create_data().ctx.size for L in (8, 16, 32)}
     per_body = [sizes[L] / (2 * L + 1) for L in sizes]
     assert max(per_body) - min(per_body) < 0.05 * min(per_body)
 
 
-def test_arena_block_is_a_view_like_reshape():
-    """``arena.block`` (the entry kernels' views) equals slice + reshape and shares memory."""
+def test_block_is_a_view_like_reshape():
+    """``block`` (the entry kernels' views) equals slice + reshape and shares memory."""
     from numba import njit
 
-    from loopdyn.kernels.layout import block
+    from loopdyn.kernels.numba_internals import block
 
     @njit
     def views(buf, n):

@@ -395,10 +395,10 @@ def test_read_only_inputs_are_accepted():
         np.testing.assert_allclose(res.qdd, ref.qdd, rtol=1e-14)
 
 
-def test_strided_inputs_take_the_checked_path_and_compile_nothing_new():
-    """Strided, read-only, int and list inputs leave the fast path and are converted; no
+def test_every_input_kind_gives_the_same_answer_and_compiles_nothing_new():
+    """Strided, reversed, read-only, int and list inputs give the fast path's answer; no
     kernel is compiled for them (one compiled signature per entry kernel)."""
-    from loopdyn.tree import _aba_entry, _crba_entry, _rnea_entry
+    from loopdyn.tree import ABA, CRBA, RNEA
 
     model = ld.examples.serial_arm()
     q, v, u = random_state(model, 9)
@@ -411,6 +411,21 @@ def test_strided_inputs_take_the_checked_path_and_compile_nothing_new():
         np.testing.assert_array_equal(ld.aba(model, qs, vs, us), ld.aba(model, q, v, u))
         np.testing.assert_array_equal(ld.rnea(model, qs, vs, us), ld.rnea(model, q, v, u))
         np.testing.assert_array_equal(ld.crba(model, qs), ld.crba(model, q))
-    for kernel in (_aba_entry, _rnea_entry, _crba_entry):  # one signature each, C layout
-        (sig,) = kernel.overloads
-        assert all(t.layout == "C" and t.mutable for t in sig if hasattr(t, "layout")), sig
+    for e in (ABA, RNEA, CRBA):  # one signature each
+        (sig,) = e.kernel.overloads
+        assert sig == e.signature.args
+
+
+@pytest.mark.parametrize("axis", ["x", "z", (0.3, -0.4, 0.866)])
+def test_aba_with_a_prismatic_root_equals_the_mass_matrix_solve(axis):
+    """A prismatic first body (its S block starts at row 3) followed by a revolute one."""
+    b = ld.ModelBuilder("slider_arm", gravity=(0.0, -9.81, -3.0))
+    b.add_body("slider", joint=ld.Prismatic(axis), mass=2.0, com=(0.1, 0.2, 0.0),
+               inertia=(0.5, 2.5, 2.7))  # fmt: skip
+    b.add_body("arm", "slider", ld.Revolute("y"), xyz=(0.3, 0.0, 0.1), mass=1.0,
+               com=(0.0, 0.0, -0.4), inertia=(0.1, 0.1, 0.02))  # fmt: skip
+    model = b.build()
+    q, v, tau = np.array([0.3, 0.5]), np.array([0.7, -1.1]), np.array([1.0, -0.2])
+    M = ld.crba(model, q)
+    h = ld.nonlinear_effects(model, q, v)
+    np.testing.assert_allclose(ld.aba(model, q, v, tau), np.linalg.solve(M, tau - h), rtol=1e-12)

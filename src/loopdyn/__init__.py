@@ -5,7 +5,11 @@
 >>> qdd = ld.aba(model, model.q0, np.zeros(model.nv), np.zeros(model.nv))
 """
 
-from loopdyn import examples, interop, methods, topology, viz
+from loopdyn.kernels.numba_internals import install_cache_locator
+
+install_cache_locator()  # before any kernel is defined: see kernels/numba_internals.py
+
+from loopdyn import examples, interop, io, methods, topology, viz
 from loopdyn.analysis.assembly import assemble, complete_velocity, partition
 from loopdyn.analysis.energy import kinetic_energy, potential_energy, total_energy
 from loopdyn.analysis.inverse import inverse_dynamics
@@ -18,16 +22,23 @@ from loopdyn.errors import (
     SimulationSingularityError,
     SingularityError,
 )
+from loopdyn.io import load, save
 from loopdyn.kinematics.closures import (
     closure_residual,
     constraint_bias,
     constraint_jacobian,
     constraint_rank,
     constraints,
+    degrees_of_freedom,
 )
 from loopdyn.kinematics.configuration import difference, integrate
 from loopdyn.kinematics.frames import forward_kinematics, frame_jacobian, frame_placement
-from loopdyn.methods.dynamics import closure_forces, closure_wrenches, forward_dynamics
+from loopdyn.methods.dynamics import (
+    closure_forces,
+    closure_loads_at,
+    closure_wrenches,
+    forward_dynamics,
+)
 from loopdyn.methods.sslm import GICM, gicm
 from loopdyn.model import (
     GROUND,
@@ -71,6 +82,7 @@ __all__ = [
     "aba",
     "assemble",
     "closure_forces",
+    "closure_loads_at",
     "closure_residual",
     "closure_wrenches",
     "complete_velocity",
@@ -79,6 +91,7 @@ __all__ = [
     "constraint_rank",
     "constraints",
     "crba",
+    "degrees_of_freedom",
     "difference",
     "examples",
     "forward_dynamics",
@@ -89,13 +102,16 @@ __all__ = [
     "integrate",
     "interop",
     "inverse_dynamics",
+    "io",
     "kinetic_energy",
+    "load",
     "methods",
     "nonlinear_effects",
     "parallel_structure",
     "partition",
     "potential_energy",
     "rnea",
+    "save",
     "simulate",
     "topology",
     "total_energy",

@@ -102,7 +102,7 @@ def models():
             str(m.nv),
             str(m.nc),
             str(m.m),
-            str(m.dof),
+            str(ld.degrees_of_freedom(m)),
             str(m.actuated.size),
             m.description,
         )
@@ -344,7 +344,7 @@ def bench(
     if ex is not None and not ex.unexported:
         qdd_pin = ex.constraint_dynamics(q, v, tau)
         pd = ex.model.createData()
-        cds = [c.createData() for c in ex.constraints]
+        cds = ex.constraint_datas()
         pin.initConstraintDynamics(ex.model, pd, ex.constraints, cds)
         prox = pin.ProximalSettings(1e-12, 1e-8, 20)
         args = (ex.model, pd, ex.q(q), ex.v(v), ex.v(tau), ex.constraints, cds, prox)

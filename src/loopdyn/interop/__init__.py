@@ -2,7 +2,7 @@
 
 
 def to_pinocchio(model):
-    """Equivalent Pinocchio model: ``(pin.Model, constraint models)``; see ``interop.pinocchio``."""
+    """``(pin.Model, StdVec constraint models, StdVec datas)``; see ``interop.pinocchio``."""
     from loopdyn.interop.pinocchio import to_pinocchio as _to_pinocchio
 
     return _to_pinocchio(model)

@@ -4,10 +4,18 @@ MuJoCo's constraints are soft (a spring-damper regularisation, ``solref`` and
 ``solimp``), so its accelerations approximate the exact ones loopdyn computes.
 Bodies keep loopdyn's frames: each MuJoCo body sits at its joint placement, its
 joints at the body origin (a universal joint is two hinges in one body, applied
-in order, like loopdyn's).  Closures: ball and planar revolute -> ``connect``;
-weld -> ``weld`` (both between sites).  Free joints are not exported (MuJoCo's
-free-joint velocity is in world axes, loopdyn's in body axes).
+in order, like loopdyn's).  Closures (all between sites): ball and planar
+revolute -> ``connect``; a spatial revolute -> two ``connect`` at two points of its
+axis (``REVOLUTE_HALF_SPAN`` either side of the origin; the pair has one redundant
+row, which MuJoCo's soft constraints absorb); weld -> ``weld``.  A generic closure
+that the file reader made from a ball / revolute / weld by dropping rows that are
+redundant at every configuration (``model.metadata["reduced_closures"]``) is
+exported as that original kind.  Universal and prismatic closures have no MuJoCo
+equality.  Free joints are not exported (MuJoCo's free-joint velocity is in world
+axes, loopdyn's in body axes).
 """
+
+from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
@@ -27,17 +35,62 @@ def _v(x):
     return " ".join(f"{float(t):.17g}" for t in x)
 
 
+#: distance (m) of a spatial revolute closure's two connect points from its origin
+REVOLUTE_HALF_SPAN = 0.05
+
+
+def _q(name):
+    """An XML attribute value, quoted and escaped."""
+    return quoteattr(str(name))
+
+
+def _closure_plan(model):
+    """[(closure k, "connect" | "weld", [(pose on body a, pose on body b), ...])]."""
+    reduced = (getattr(model, "metadata", None) or {}).get("reduced_closures", {})
+    plan = []
+    for k, name in enumerate(model.closures):
+        kind = model.closure_kinds[k]
+        if kind == "generic" and isinstance(reduced.get(name), dict):
+            kind = reduced[name].get("from", kind)
+        XA, XB = model.cl_X[k, 0], model.cl_X[k, 1]
+        if kind == "ball" or (kind == "revolute" and model.planar):
+            plan.append((k, "connect", [(XA, XB)]))
+        elif kind == "revolute":
+            spec = model._closure_specs[k]
+            from loopdyn.model.joints import _axis
+
+            a = _axis(spec.axis if spec.axis is not None else "z", f"closure {name!r}")
+            pairs = []
+            for s in (-REVOLUTE_HALF_SPAN, REVOLUTE_HALF_SPAN):
+                pa, pb = XA.copy(), XB.copy()
+                # the point s·a of frame A; a has the same coordinates in B (a rotation
+                # about a relates the two frames once assembled)
+                pa[3] = XA[3] + XA[:3].T @ (s * a)
+                pb[3] = XB[3] + XB[:3].T @ (s * a)
+                pairs.append((pa, pb))
+            plan.append((k, "connect", pairs))
+        elif kind == "weld":
+            plan.append((k, "weld", [(XA, XB)]))
+        else:
+            raise ValueError(
+                f"{model.name}: closure {name!r} of kind {kind!r} has no MuJoCo counterpart"
+            )
+    return plan
+
+
 def to_mjcf(model, timestep=1e-3, integrator="RK4", solref=None, solimp=None):
     """MJCF text of ``model`` (see the module docstring for the mapping)."""
     children = {i: [] for i in range(-1, model.nbodies)}
     for i, p in enumerate(model.parent):
         children[p].append(i)
+    plan = _closure_plan(model)
     sites = {}
-    for k in range(model.nc):
-        for side in range(2):
-            sites.setdefault(int(model.cl_body[k, side]), []).append(
-                (f"cl{k}_{side}", model.cl_X[k, side])
-            )
+    for k, _, pairs in plan:
+        for n, pair in enumerate(pairs):
+            for side in range(2):
+                sites.setdefault(int(model.cl_body[k, side]), []).append(
+                    (f"cl{k}_{n}_{side}", pair[side])
+                )
 
     def body_xml(i, indent):
         jt = int(model.topo[i, 1])
@@ -51,26 +104,24 @@ def to_mjcf(model, timestep=1e-3, integrator="RK4", solref=None, solimp=None):
         c = np.array([I6[2, 4], I6[0, 5], I6[1, 3]]) / m
         Ic = I6[:3, :3] - m * (c @ c * np.eye(3) - np.outer(c, c))
         pad = "  " * indent
-        out = [f'{pad}<body name="{model.body_names[i]}" pos="{_v(p)}" quat="{_v(_quat(R))}">']
+        out = [f'{pad}<body name={_q(model.body_names[i])} pos="{_v(p)}" quat="{_v(_quat(R))}">']
         a1, a2 = model.jgeom[i, 4], model.jgeom[i, 5]
         name = model.joint_names[i]
         if jt == REVOLUTE:
             out.append(
-                f'{pad}  <joint name="{name}" type="hinge" axis="{_v(a1)}" limited="false"/>'
+                f'{pad}  <joint name={_q(name)} type="hinge" axis="{_v(a1)}" limited="false"/>'
             )
         elif jt == PRISMATIC:
             out.append(
-                f'{pad}  <joint name="{name}" type="slide" axis="{_v(a1)}" limited="false"/>'
+                f'{pad}  <joint name={_q(name)} type="slide" axis="{_v(a1)}" limited="false"/>'
             )
         elif jt == UNIVERSAL:
-            out.append(
-                f'{pad}  <joint name="{name}_1" type="hinge" axis="{_v(a1)}" limited="false"/>'
-            )
-            out.append(
-                f'{pad}  <joint name="{name}_2" type="hinge" axis="{_v(a2)}" limited="false"/>'
-            )
+            jn = _q(name + "_1")
+            out.append(f'{pad}  <joint name={jn} type="hinge" axis="{_v(a1)}" limited="false"/>')
+            jn = _q(name + "_2")
+            out.append(f'{pad}  <joint name={jn} type="hinge" axis="{_v(a2)}" limited="false"/>')
         elif jt == SPHERICAL:
-            out.append(f'{pad}  <joint name="{name}" type="ball" limited="false"/>')
+            out.append(f'{pad}  <joint name={_q(name)} type="ball" limited="false"/>')
         elif jt != FIXED:  # pragma: no cover
             raise ValueError(f"joint type {jt} has no MuJoCo counterpart")
         full = [Ic[0, 0], Ic[1, 1], Ic[2, 2], Ic[0, 1], Ic[0, 2], Ic[1, 2]]
@@ -82,7 +133,7 @@ def to_mjcf(model, timestep=1e-3, integrator="RK4", solref=None, solimp=None):
         out.append(f"{pad}</body>")
         return out
 
-    lines = [f'<mujoco model="{model.name}">']
+    lines = [f"<mujoco model={_q(model.name)}>"]
     lines.append(
         f'  <option gravity="{_v(model.gravity)}" timestep="{timestep}" integrator="{integrator}"/>'
     )
@@ -98,15 +149,12 @@ def to_mjcf(model, timestep=1e-3, integrator="RK4", solref=None, solimp=None):
     if solimp is not None:
         extra += f' solimp="{_v(solimp)}"'
     eq = []
-    for k, name in enumerate(model.closures):
-        kind = model.closure_kinds[k]
-        if kind == "ball" or (kind == "revolute" and model.planar):
-            eq.append(f'    <connect name="{name}" site1="cl{k}_0" site2="cl{k}_1"{extra}/>')
-        elif kind == "weld":
-            eq.append(f'    <weld name="{name}" site1="cl{k}_0" site2="cl{k}_1"{extra}/>')
-        else:
-            raise ValueError(
-                f"{model.name}: closure {name!r} of kind {kind!r} has no MuJoCo counterpart"
+    for k, tag, pairs in plan:
+        name = model.closures[k]
+        for n in range(len(pairs)):
+            label = name if len(pairs) == 1 else f"{name}_{n}"
+            eq.append(
+                f'    <{tag} name={_q(label)} site1="cl{k}_{n}_0" site2="cl{k}_{n}_1"{extra}/>'
             )
     if eq:
         lines += ["  <equality>", *eq, "  </equality>"]

@@ -25,8 +25,10 @@ def _pose(model, i):
 class PinocchioExport:
     """A Pinocchio model equivalent to a loopdyn model, and the state maps.
 
-    Attributes: ``model`` (pin.Model), ``constraints`` (Pinocchio
-    ``RigidConstraintModel`` list for the closures it can express; ``exported`` and
+    Attributes: ``model`` (pin.Model), ``constraints`` (a
+    ``pin.StdVec_RigidConstraintModel`` of the closures Pinocchio can express:
+    Pinocchio's fast path — a Python list is converted on every call, which doubles
+    the cost of ``constraintDynamics`` on small models; ``exported`` and
     ``unexported`` name the closures), ``joint_of_body`` (Pinocchio joint id carrying each
     loopdyn body) and ``body_in_joint`` (each body frame's pose in that joint's
     frame, an ``pin.SE3``), ``frame_ids`` (loopdyn frame name -> Pinocchio frame id).
@@ -114,7 +116,7 @@ class PinocchioExport:
         """Ball -> CONTACT_3D, weld -> CONTACT_6D; planar revolute -> CONTACT_3D (its
         out-of-plane row is redundant, which Pinocchio's proximal solver handles);
         other kinds have no Pinocchio counterpart and are listed in ``unexported``."""
-        self.constraints = []
+        self.constraints = pin.StdVec_RigidConstraintModel()
         self.exported = []
         self.unexported = []
         for k, name in enumerate(model.closures):
@@ -147,6 +149,13 @@ class PinocchioExport:
             self.constraints.append(cm)
             self.exported.append(name)
 
+    def constraint_datas(self):
+        """A ``pin.StdVec_RigidConstraintData`` for ``constraints`` (Pinocchio's fast path)."""
+        cds = pin.StdVec_RigidConstraintData()
+        for c in self.constraints:
+            cds.append(c.createData())
+        return cds
+
     def constraint_dynamics(self, q, v, tau, mu=1e-8, iterations=20, accuracy=1e-14):
         """Pinocchio's ``constraintDynamics`` on loopdyn states; returns q̈ in loopdyn's layout.
 
@@ -154,7 +163,7 @@ class PinocchioExport:
         iterations make the proximal solution exact also for redundant (planar) rows.
         """
         pd = self.model.createData()
-        cds = [c.createData() for c in self.constraints]
+        cds = self.constraint_datas()
         pin.initConstraintDynamics(self.model, pd, self.constraints, cds)
         prox = pin.ProximalSettings(accuracy, mu, iterations)
         a = pin.constraintDynamics(
@@ -210,9 +219,13 @@ def _pin_inertia(model, i):
 
 
 def to_pinocchio(model):
-    """``(pin.Model, constraint models)`` equivalent to ``model``.
+    """``(pin.Model, constraint models, constraint datas)`` equivalent to ``model``.
 
-    For the state maps and the frame ids use :class:`PinocchioExport` directly.
+    The constraint containers are Pinocchio's ``StdVec_RigidConstraintModel`` and
+    ``StdVec_RigidConstraintData`` (its fast path), ready for
+    ``pin.initConstraintDynamics(pm, pm.createData(), models, datas)`` and
+    ``pin.constraintDynamics``.  For the state maps and the frame ids use
+    :class:`PinocchioExport` directly.
     """
     exp = PinocchioExport(model)
-    return exp.model, exp.constraints
+    return exp.model, exp.constraints, exp.constraint_datas()

@@ -10,7 +10,8 @@ from numba import njit
 
 @njit(cache=True)
 def cholesky_inplace(A, n):
-    """A = L Lᵀ, L in the lower triangle of A.  Returns min/max pivot² (0: not PD)."""
+    """A = L Lᵀ, L in the lower triangle of A.  Returns min/max pivot² (0: not PD; 1 for
+    n = 0: nothing to factor)."""
     dmin = 1e300
     dmax = 0.0
     for j in range(n):
@@ -29,6 +30,8 @@ def cholesky_inplace(A, n):
             for k in range(j):
                 t -= A[i, k] * A[j, k]
             A[i, j] = t * inv
+    if n == 0:
+        return 1.0
     return dmin / dmax if dmax > 0.0 else 0.0
 
 
@@ -61,7 +64,8 @@ def cholesky_solve(L, n, b):
 
 @njit(cache=True)
 def lu_inplace(A, n, piv):
-    """PA = LU with partial pivoting, in place.  Returns |u|_min / |u|_max (0: singular)."""
+    """PA = LU with partial pivoting, in place.  Returns |u|_min / |u|_max (0: singular;
+    1 for n = 0)."""
     umin = 1e300
     umax = 0.0
     for k in range(n):
@@ -86,6 +90,8 @@ def lu_inplace(A, n, piv):
             if f != 0.0:
                 for j in range(k + 1, n):
                     A[i, j] -= f * A[k, j]
+    if n == 0:
+        return 1.0
     return umin / umax if umax > 0.0 else 0.0
 
 

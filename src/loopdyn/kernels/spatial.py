@@ -12,11 +12,10 @@ pair ``(R, p)``: ``R`` (3×3) is the orientation of frame i expressed in λ and
 All kernels write into preallocated outputs; none allocates.
 """
 
-import numpy as np
 from numba import njit
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def motion_to_child(R, p, m, out):
     """out = iXλ m: a motion vector in λ coordinates expressed at the child origin, in i."""
     w0, w1, w2 = m[0], m[1], m[2]
@@ -29,7 +28,7 @@ def motion_to_child(R, p, m, out):
         out[3 + r] = R[0, r] * u0 + R[1, r] * u1 + R[2, r] * u2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _rotate_block(I, ro, co, R, tmp, upper):
     """tmp[ro:ro+3, co:co+3] = R M Rᵀ, M = I[ro:ro+3, co:co+3] (only r <= c if ``upper``).
 
@@ -45,7 +44,7 @@ def _rotate_block(I, ro, co, R, tmp, upper):
             tmp[ro + r, co + c] = R[r, 0] * tmp[3, c] + R[r, 1] * tmp[4, c] + R[r, 2] * tmp[5, c]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def inertia_to_parent_add(R, p, I, out, tmp):
     """out += iXλᵀ I iXλ for a symmetric 6×6 inertia ``I`` in child coordinates.
 
@@ -95,7 +94,7 @@ def inertia_to_parent_add(R, p, I, out, tmp):
             out[3 + r, 3 + c] += cc
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def rigid_inertia_to_parent_add(R, p, I, out):
     """out += iXλᵀ I iXλ for a *rigid-body* spatial inertia I (a body's, or a sum of them).
 
@@ -201,46 +200,18 @@ def force_to_parent_at(Xrel, i, f0, f1, f2, f3, f4, f5):
 
 
 @njit(cache=True, inline="always")
-def _row6(M, i, r, x0, x1, x2, x3, x4, x5):
-    return (
-        M[i, r, 0] * x0
-        + M[i, r, 1] * x1
-        + M[i, r, 2] * x2
-        + M[i, r, 3] * x3
-        + M[i, r, 4] * x4
-        + M[i, r, 5] * x5
-    )
-
-
-@njit(cache=True, inline="always")
 def mat6_vec_at(M, i, x0, x1, x2, x3, x4, x5):
     """``M[i] @ x`` as a 6-tuple for an (n, 6, 6) array ``M`` (no view of ``M[i]``)."""
-    return (
-        _row6(M, i, 0, x0, x1, x2, x3, x4, x5),
-        _row6(M, i, 1, x0, x1, x2, x3, x4, x5),
-        _row6(M, i, 2, x0, x1, x2, x3, x4, x5),
-        _row6(M, i, 3, x0, x1, x2, x3, x4, x5),
-        _row6(M, i, 4, x0, x1, x2, x3, x4, x5),
-        _row6(M, i, 5, x0, x1, x2, x3, x4, x5),
-    )
-
-
-def skew(x):
-    """[x]× as a 3×3 numpy array (setup code only)."""
-    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
-
-
-def spatial_inertia(mass, com, inertia_com):
-    """6×6 spatial inertia about a frame's origin, ``[angular; linear]`` ordering.
-
-    ``mass`` (kg), ``com`` (3,) centre of mass and ``inertia_com`` (3, 3) rotational
-    inertia about the centre of mass, both in that frame.  Returns
-    [[Ic + m [c]×[c]×ᵀ, m [c]×], [m [c]×ᵀ, m 1]].
-    """
-    C = skew(np.asarray(com, dtype=float))
-    out = np.zeros((6, 6))
-    out[:3, :3] = np.asarray(inertia_com, dtype=float) + mass * C @ C.T
-    out[:3, 3:] = mass * C
-    out[3:, :3] = mass * C.T
-    out[3:, 3:] = mass * np.eye(3)
-    return out
+    y0 = M[i, 0, 0] * x0 + M[i, 0, 1] * x1 + M[i, 0, 2] * x2
+    y0 += M[i, 0, 3] * x3 + M[i, 0, 4] * x4 + M[i, 0, 5] * x5
+    y1 = M[i, 1, 0] * x0 + M[i, 1, 1] * x1 + M[i, 1, 2] * x2
+    y1 += M[i, 1, 3] * x3 + M[i, 1, 4] * x4 + M[i, 1, 5] * x5
+    y2 = M[i, 2, 0] * x0 + M[i, 2, 1] * x1 + M[i, 2, 2] * x2
+    y2 += M[i, 2, 3] * x3 + M[i, 2, 4] * x4 + M[i, 2, 5] * x5
+    y3 = M[i, 3, 0] * x0 + M[i, 3, 1] * x1 + M[i, 3, 2] * x2
+    y3 += M[i, 3, 3] * x3 + M[i, 3, 4] * x4 + M[i, 3, 5] * x5
+    y4 = M[i, 4, 0] * x0 + M[i, 4, 1] * x1 + M[i, 4, 2] * x2
+    y4 += M[i, 4, 3] * x3 + M[i, 4, 4] * x4 + M[i, 4, 5] * x5
+    y5 = M[i, 5, 0] * x0 + M[i, 5, 1] * x1 + M[i, 5, 2] * x2
+    y5 += M[i, 5, 3] * x3 + M[i, 5, 4] * x4 + M[i, 5, 5] * x5
+    return y0, y1, y2, y3, y4, y5

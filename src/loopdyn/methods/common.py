@@ -1,62 +1,104 @@
-"""Shared pieces of the multiplier methods: system terms, workspaces, results."""
+"""Shared pieces of the forward-dynamics methods: system terms, closure loads, statuses,
+the result type and the acceptance check every kernel ends with.
+
+A method's entry returns one float: a positive *quality* (the smallest pivot ratio
+of its factorisations, in (0, 1]) when q̈ and λ were computed and pass the
+acceptance check, or one of the negative statuses below, in which case the output
+buffers are not a result and the runner falls back or raises.
+"""
 
 import numpy as np
-from numba import njit, types
+from numba import njit
 
-from loopdyn.kernels.layout import F1, I1, model_sizes
-from loopdyn.kinematics.closures import bias_acceleration_kernel, closure_terms
+from loopdyn.kernels.checks import STATE_BAD, STATE_NONFINITE, all_finite, state_status
+from loopdyn.kernels.numba_internals import as_input, unliteral
+from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
+from loopdyn.model.closures import COUPLING, TRANSLATION
 from loopdyn.tree.crba import crba_from_poses
 from loopdyn.tree.rnea import rnea_from_kinematics
-from loopdyn.validation import STATE_BAD, STATE_NONFINITE, state_status
 
-# the signature of the methods' entries: (ictx, fctx, pivots, rows, q, v, tau, qdd, lam)
-METHOD_ARGS = (types.float64, I1, F1, I1, I1, F1, F1, F1, F1, F1)
+# statuses (negative) of a method entry; positive values are the quality
+SINGULAR = -1.0  # a pivot below PIVOT_TOL: M or the closure system is (near) singular
+NONFINITE_OUTPUT = -2.0  # the result is not finite
+NONFINITE_INPUT = -3.0  # q, v or tau holds NaN/inf
+BAD_INPUT = -4.0  # a wrong length or a zero quaternion (explained by the checked path)
+INACCURATE = -5.0  # J q̈ = γ does not hold to RESIDUAL_TOL: the elimination lost accuracy
+PIVOT_TOL = 1e-14
+# |J q̈ - γ|∞ <= RESIDUAL_TOL (|J|∞ |q̈|∞ + |γ|∞): what a backward-stable solve achieves
+# (~1e-15) with room for rounding on large models; instabilities leave far more
+RESIDUAL_TOL = 1e-10
+# d.diag slots: the last call's quality, its relative residual, its acceleration scale
+DIAG_QUALITY, DIAG_RESIDUAL, DIAG_ASCALE = 0, 1, 2
 
 
 @njit(cache=True, inline="always")
-def system_terms(
-    topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, q, v, tau,
-    Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, zeros_nv, fext_none, Phi, J, gamma, M, phi, want_M,
-):  # fmt: skip
-    """φ = τ - h(q, v) (eq. 10), J, γ = -J̇q̇, and M(q) if ``want_M``."""
-    # one kinematics pass (poses, S, velocities, c) shared by RNEA, closures and CRBA
-    fk_kernel(topo, jgeom, q, v, Xrel, Xw, S, vec6, tmp33)
-    rnea_from_kinematics(topo, inertia, gravity, zeros_nv, fext_none, Xrel, S, vec6, phi)
-    for i in range(phi.shape[0]):
-        phi[i] = tau[i] - phi[i]
-    bias_acceleration_kernel(topo, Xrel, vec6)  # overwrites RNEA's accelerations
-    closure_terms(
-        topo, cl_body, cl_X, row_int, row_vec, Xw, S, vec6, cw, rw, True, True, Phi, J, gamma
-    )
+def input_status(m, q, v, tau):
+    """0.0, or ``NONFINITE_INPUT`` / ``BAD_INPUT`` for the entry's inputs."""
+    st = state_status(m, q, v, tau, m.nv, m.nv)
+    if st == STATE_NONFINITE:
+        return NONFINITE_INPUT
+    if st == STATE_BAD:
+        return BAD_INPUT
+    return 0.0
+
+
+@njit(cache=True, inline="always")
+def system_terms(m, d, q, v, tau, want_M):
+    """φ = τ - h(q, v) (eq. 10 of the reduced-order paper) into ``d.phi``; J, γ = -J̇q̇;
+    and M(q) into ``d.M`` if ``want_M``.  One kinematics pass (poses, S, velocities,
+    velocity products) is shared by the RNEA, the closure rows and the CRBA."""
+    fk_kernel(m, d, q, v)
+    rnea_from_kinematics(m, d, as_input(d.zeros), as_input(d.fext[:0]), d.phi)
+    for i in range(m.nv):
+        d.phi[i] = tau[i] - d.phi[i]
+    bias_accelerations(m, d)  # overwrites the RNEA's accelerations
+    closure_terms(m, d, q, unliteral(True), unliteral(True))
     if want_M:
-        crba_from_poses(topo, inertia, Xrel, S, vec6, mat6, M)
+        crba_from_poses(m, d, d.M)
 
 
 @njit(cache=True)
-def closure_body_wrenches(topo, Xw, cl_body, row_int, rw, cw, rows, lam, fext):
-    """Body-frame wrenches ``[n; f]`` (about body origins) of multipliers ``lam`` on ``rows``.
+def closure_loads(m, d, rows, lam, fext, tauc):
+    """The loads of multipliers ``lam`` on closure ``rows``: body wrenches into ``fext``
+    (nb, 6; ``[n; f]`` in the body frame about its origin) and joint forces of the
+    coupling rows into ``tauc`` (nv).  Together they are Jᵀ λ.
 
     Row r of closure k: a force λ u_w (translation) or moment λ n (rotation) on body
-    b at B's origin p_B, and its opposite on body a (world vectors, see constraints).
+    b at B's origin p_B, and its opposite on body a (world vectors of
+    ``closure_terms``); a coupling row: +λ on joint b, -ratio λ on joint a.
     """
     fext[:, :] = 0.0
+    tauc[:] = 0.0
     for jj in range(rows.shape[0]):
         rr = rows[jj]
-        k = row_int[rr, 0]
-        P = cw[k, 7]
+        kind = m.row_int[rr, 1]
+        if kind == COUPLING:
+            tauc[m.row_int[rr, 3]] += lam[jj]
+            tauc[m.row_int[rr, 2]] -= m.row_vec[rr, 0, 0] * lam[jj]
+            continue
+        k = m.row_int[rr, 0]
+        P = d.cw[k, 7]
         fw0 = fw1 = fw2 = mw0 = mw1 = mw2 = 0.0
-        if row_int[rr, 1] == 0:
-            fw0, fw1, fw2 = lam[jj] * rw[rr, 0, 0], lam[jj] * rw[rr, 0, 1], lam[jj] * rw[rr, 0, 2]
+        if kind == TRANSLATION:
+            fw0, fw1, fw2 = (
+                lam[jj] * d.rw[rr, 0, 0],
+                lam[jj] * d.rw[rr, 0, 1],
+                lam[jj] * d.rw[rr, 0, 2],
+            )
         else:
-            mw0, mw1, mw2 = lam[jj] * rw[rr, 2, 0], lam[jj] * rw[rr, 2, 1], lam[jj] * rw[rr, 2, 2]
+            mw0, mw1, mw2 = (
+                lam[jj] * d.rw[rr, 2, 0],
+                lam[jj] * d.rw[rr, 2, 1],
+                lam[jj] * d.rw[rr, 2, 2],
+            )
         for side in range(2):
-            b = cl_body[k, side]
+            b = m.cl_body[k, side]
             if b < 0:
                 continue
             sg = 1.0 if side == 1 else -1.0
-            R = Xw[b, :3]
-            o = Xw[b, 3]
+            R = d.Xw[b, :3]
+            o = d.Xw[b, 3]
             d0, d1, d2 = P[0] - o[0], P[1] - o[1], P[2] - o[2]
             # moment about the body origin: m + d × f (world), then rotate into the body frame
             t0 = mw0 + d1 * fw2 - d2 * fw1
@@ -67,13 +109,51 @@ def closure_body_wrenches(topo, Xw, cl_body, row_int, rw, cw, rows, lam, fext):
                 fext[b, 3 + c] += sg * (R[0, c] * fw0 + R[1, c] * fw1 + R[2, c] * fw2)
 
 
-_NO_ROWS = np.zeros(0, dtype=np.int64)
-_NO_ROWS.setflags(write=False)
+@njit(cache=True)
+def accept(m, d, quality, qdd, lam, r, ascale):
+    """The acceptance check every method ends with: the status to return.
+
+    ``quality`` (> 0) if q̈ and λ (first ``r`` entries) are finite and the
+    independent closure rows hold to the accuracy of a stable solve,
+    |J q̈ - γ|∞ <= RESIDUAL_TOL (|J|∞ max(|q̈|∞, a) + |γ|∞), else
+    ``NONFINITE_OUTPUT`` or ``INACCURATE``.  ``a`` (``ascale``) is the size of the
+    accelerations the method combined to form q̈ (e.g. |M⁻¹φ|∞ for SLM, whose q̈ is
+    M⁻¹φ + M⁻¹Jᵀλ): near a static equilibrium q̈ is the small difference of large
+    terms, and the residual of a stable solve is relative to those.  The relative
+    residual goes to ``d.diag``.
+    """
+    if not (all_finite(qdd) and all_finite(lam[:r])):
+        return NONFINITE_OUTPUT
+    qmax = ascale
+    for j in range(m.nv):
+        qmax = max(qmax, abs(qdd[j]))
+    res = 0.0
+    scale = 0.0
+    for a in range(r):
+        ra = d.rows[a]
+        s = d.gamma[ra]
+        jmax = 0.0
+        for j in range(m.nv):
+            s -= d.J[ra, j] * qdd[j]
+            jmax = max(jmax, abs(d.J[ra, j]))
+        res = max(res, abs(s))
+        scale = max(scale, jmax * qmax + abs(d.gamma[ra]))
+    rel = res / scale if scale > 0.0 else res
+    d.diag[DIAG_QUALITY] = quality
+    d.diag[DIAG_RESIDUAL] = rel
+    d.diag[DIAG_ASCALE] = qmax
+    if rel > RESIDUAL_TOL:
+        return INACCURATE
+    return quality
 
 
-def dyn_work(model, data):
-    """The multiplier methods' workspace of ``data`` (``Data.dyn``)."""
-    return data.dyn
+@njit(cache=True, inline="always")
+def max_abs(x):
+    """|x|∞ of a vector."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = max(s, abs(x[i]))
+    return s
 
 
 class ForwardDynamicsResult:
@@ -84,20 +164,37 @@ class ForwardDynamicsResult:
     k): for a translation row, the force along u_A that body A's side exerts on
     body B at frame B's origin; for a rotation row, the moment about n (≈ the row's
     axis of frame A) on body B; body A gets the opposite (see
-    ``loopdyn.model.closures``).  With redundant closures λ is the minimum-norm
-    solution.  ``rank``: independent rows used; ``dropped``: redundant rows;
-    ``condition``: a cheap estimate from the factorisation's pivots.
+    ``loopdyn.model.closures``); for a coupling row, the joint force on joint b.
+    With redundant closures λ is the minimum-norm solution.  ``rank``: independent
+    rows used; ``dropped``: redundant rows; ``condition``: 1 / the smallest pivot
+    ratio of the method's factorisations (a cheap estimate); ``method``: the method
+    that produced the result (``augmented`` when another method fell back to it).
     """
 
-    __slots__ = ("condition", "dropped", "lam", "method", "qdd", "rank")
+    __slots__ = ("_info", "_quality", "lam", "qdd")
 
-    def __init__(self, qdd, lam, method, rank=0, dropped=_NO_ROWS, condition=1.0):
+    def __init__(self, qdd, lam, info, quality):
+        # info = (method, rank, dropped), shared by the results of one bound method
         self.qdd = qdd
         self.lam = lam
-        self.method = method
-        self.rank = rank
-        self.dropped = dropped
-        self.condition = condition
+        self._info = info
+        self._quality = quality
+
+    @property
+    def method(self):
+        return self._info[0]
+
+    @property
+    def rank(self):
+        return self._info[1]
+
+    @property
+    def dropped(self):
+        return self._info[2]
+
+    @property
+    def condition(self):
+        return 1.0 / self._quality
 
     def __repr__(self):
         return (
@@ -106,43 +203,5 @@ class ForwardDynamicsResult:
         )
 
 
-NONFINITE_INPUT = -3.0  # kernel status: q, v or tau holds NaN/inf
-NONFINITE_OUTPUT = -2.0  # kernel status: the result is not finite
-BAD_INPUT = -4.0  # entry status: a wrong length or a zero quaternion (explained in Python)
-
-
-@njit(cache=True, inline="always")
-def input_status(mlay, topo, q, v, tau, fext_none):
-    """0.0 if the entry's inputs are fine, else ``NONFINITE_INPUT`` or ``BAD_INPUT``
-    (``validation.state_status``: lengths, finite entries, non-zero quaternions)."""
-    nv = model_sizes(mlay)[1]
-    st = state_status(mlay, topo, q, v, tau, fext_none, nv, nv)
-    if st == STATE_NONFINITE:
-        return NONFINITE_INPUT
-    if st == STATE_BAD:
-        return BAD_INPUT
-    return 0.0
-
-
-class BoundKernel:
-    """A method's single-signature entry (``arena.Entry``) with its leading arguments
-    (the Data's context buffers, method buffers and the row set ``rows``) bound."""
-
-    __slots__ = ("entry", "head", "rows")
-
-    def __init__(self, entry, head, rows):
-        self.entry = entry
-        self.head = head
-        self.rows = rows
-
-    def __call__(self, q, v, tau, qdd, lam):
-        return self.entry.call(*self.head, q, v, tau, qdd, lam)
-
-
-def bound_kernel(name, entry, d, rows):
-    """The cached :class:`BoundKernel` of method ``name`` (head: context, pivots, rows)."""
-    cache = d.bound_kernels
-    b = cache.get(name)
-    if b is None or b.rows is not rows:
-        b = cache[name] = BoundKernel(entry, (d.ictx, d.fctx, d.piv, rows), rows)
-    return b
+NO_ROWS = np.zeros(0, dtype=np.int64)
+NO_ROWS.setflags(write=False)

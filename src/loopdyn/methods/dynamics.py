@@ -1,38 +1,61 @@
 """Closed-loop forward dynamics: ``ld.forward_dynamics(model, q, v, tau, method=...)``.
 
 Every method returns q̈ for every tree coordinate so that methods can be compared
-number for number.  Redundant closures: the rank of J is detected (pivoted QR at
-the first call, re-checked whenever a dropped row is violated or the solve is
-singular), only an independent set of rows enters the solve, and the reported
-multipliers are the minimum-norm ones over all rows.
+number for number.  A result is returned only if the method's kernel finished and
+its acceptance check passed (finite, J q̈ = γ on the independent rows to
+``RESIDUAL_TOL``; ``methods.common.accept``); otherwise the closure rank is
+re-detected and the method retried, then the dense ``augmented`` solve is tried
+(the result then says ``method="augmented"``), and if that fails too a
+``SingularityError`` reports the condition number of the configuration.
+
+Redundant closures: the rank of J is detected (pivoted QR at the first call,
+re-checked whenever a dropped row is violated or a solve fails), only an
+independent set of rows enters the solve, and the reported multipliers are the
+minimum-norm ones over all rows.
+
+Speed: after the first call the method's entry is bound to the ``Data``
+(``Data.bound``); a call then costs one compiled entry plus two small allocations.
 """
 
+from functools import partial
+
 import numpy as np
+from numba import types
 
 from loopdyn.errors import SingularityError
-from loopdyn.kinematics.closures import closure_work, constraint_rank
+from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
+from loopdyn.kernels.numba_internals import BUF, IN, INT_OUT, OUT, OUT2, Entry, entry, unliteral
+from loopdyn.kernels.views import handles
+from loopdyn.kinematics.closures import closure_terms, constraint_kernel, constraint_rank
 from loopdyn.methods import augmented, recursive_lambda, slm, sslm
-from loopdyn.methods.common import NONFINITE_INPUT, NONFINITE_OUTPUT, ForwardDynamicsResult
-from loopdyn.model import Data
+from loopdyn.methods.common import (
+    BAD_INPUT,
+    DIAG_ASCALE,
+    INACCURATE,
+    NO_ROWS,
+    NONFINITE_INPUT,
+    NONFINITE_OUTPUT,
+    RESIDUAL_TOL,
+    ForwardDynamicsResult,
+    closure_loads,
+)
 from loopdyn.tree import aba
-from loopdyn.validation import configuration, vector, workspace, writable
+from loopdyn.validation import configuration, vector, workspace
 
-# method name -> runner(model, q, v, tau, rows, data) -> (qdd, lam on rows, pivot ratio);
-# a ratio <= 0 means the solve was singular.  rows: the independent closure rows.
-RUNNERS = {
-    "augmented": augmented.run,
-    "slm": slm.run,
-    "sslm": sslm.run,
-    "recursive_lambda": recursive_lambda.run,
+
+def _bind_entry(module):
+    return lambda model, d: partial(module.ENTRY.compile(), d.ctx)
+
+
+# method name -> bind(model, data) -> call(q, v, tau, qdd, lam) -> quality > 0 or status < 0;
+# Data.bound[method] = (call, nv, m, zeros, (method, m, no dropped rows), model): the fast path
+BINDERS = {
+    "augmented": _bind_entry(augmented),
+    "slm": _bind_entry(slm),
+    "sslm": sslm.bind,
+    "recursive_lambda": _bind_entry(recursive_lambda),
 }
-METHODS = tuple(RUNNERS)
-
-
-def _rank(model, q, d, refresh=False):
-    info = d.rank_info
-    if info is None or refresh:
-        info = d.rank_info = constraint_rank(model, q, data=d)
-    return info
+METHODS = tuple(BINDERS)
 
 
 def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
@@ -44,65 +67,155 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
     ``"recursive_lambda"`` (q̈ = η + ζλ, Anderson & Critchley's eqs. 13–32).
     Out: :class:`ForwardDynamicsResult` with ``qdd``, ``lam`` (see its docstring
     for their meaning and frames), ``rank``, ``dropped`` and ``condition``.
-    Raises :class:`SingularityError` if M or J M⁻¹ Jᵀ is singular even after
-    re-detecting the independent closure rows at ``q``.
+    Raises :class:`SingularityError` if no method can solve the configuration
+    (M or J M⁻¹ Jᵀ singular: a singular configuration of the mechanism).
     """
-    runner = RUNNERS.get(method)
-    if runner is None:
+    try:
+        call, nv, nr, zeros, info, owner = (model._data if data is None else data).bound[method]
+    except (AttributeError, KeyError, TypeError):
+        return _forward_dynamics(model, q, v, tau, method, data)
+    qdd = _empty(nv)
+    lam = _empty(nr)
+    try:
+        st = call(q, v, zeros if tau is None else tau, qdd, lam)
+    except TypeError:
+        return _forward_dynamics(model, q, v, tau, method, data)
+    if st > 0.0 and owner is model:
+        return ForwardDynamicsResult(qdd, lam, info, st)
+    return _forward_dynamics(model, q, v, tau, method, data)
+
+
+_empty = np.empty
+
+
+def _forward_dynamics(model, q, v, tau, method, data):
+    """The checked path: conversions, rank handling, retries, fallback, errors."""
+    if method not in BINDERS:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
-    d = (model._data or model.data) if data is None else data
-    info = d.rank_info if type(d) is Data and d.model is model else None
-    if info is not None and not info.dropped.size:
-        # fast path: rows known, none dropped, the method's entry bound; its dispatcher
-        # checks the input types (TypeError: the checked path converts them) and its
-        # kernel lengths, finiteness and quaternions (status < 0: the checked path explains)
-        b = d.bound_kernels.get(method)
-        if b is not None and b.rows is info.independent:
-            qdd = np.empty(model.nv)
-            lam = np.empty(model.m)
-            try:
-                ratio = b(q, v, d.dyn.zeros_nv if tau is None else tau, qdd, lam)
-            except TypeError:
-                ratio = -1.0
-            if ratio > 0.0:
-                return ForwardDynamicsResult(qdd, lam, method, info.rank, info.dropped, 1.0 / ratio)
     d = workspace(model, data)
     nv = model.nv
-    q = writable(configuration(model, q))
-    v = writable(vector(v, nv, "v", model))
-    tau = np.zeros(nv) if tau is None else writable(vector(tau, nv, "tau", model))
+    q = configuration(model, q)
+    v = vector(v, nv, "v", model)
+    tau = d.zeros if tau is None else vector(tau, nv, "tau", model)
     if model.m == 0:
-        return ForwardDynamicsResult(aba(model, q, v, tau, data=d), None, method, 0)
+        return ForwardDynamicsResult(aba(model, q, v, tau, data=d), None, (method, 0, NO_ROWS), 1.0)
     info = d.rank_info
     if info is None:
-        closure_work(model, d)
-        info = _rank(model, q, d)
-    for attempt in range(2):
-        qdd, lam, ratio = runner(model, q, v, tau, info.independent, d)
-        if ratio == NONFINITE_INPUT:
+        info = _redetect(model, q, d)
+    used = method
+    for attempt in range(3):
+        if attempt == 2:
+            used = "augmented"  # the dense KKT solve as the stable fallback
+            if method == "augmented":
+                break
+        bound = d.bound.get(used)
+        if bound is None:
+            tag = (used, model.m, NO_ROWS)
+            bound = d.bound[used] = (BINDERS[used](model, d), nv, model.m, d.zeros, tag, model)
+        call = bound[0]
+        qdd = np.empty(nv)
+        lam = np.empty(model.m)
+        st = call(q, v, tau, qdd, lam)
+        if st == NONFINITE_INPUT:
             raise ValueError(f"{model.name}: q, v or tau holds NaN or inf")
-        ok = ratio > 0.0
-        if ok and info.dropped.size:
-            w = d.closure
-            Jd = w.J[info.dropped]
-            res = Jd @ qdd - w.gamma[info.dropped]
-            ok = np.abs(res).max() <= 1e-8 * (1.0 + np.abs(Jd).max() * np.abs(qdd).max())
-        if ok:
+        if st == BAD_INPUT:  # pragma: no cover - the conversions above prevent it
+            raise ValueError(f"{model.name}: q, v or tau has a wrong length or a zero quaternion")
+        if st > 0.0 and info.dropped.size and not _dropped_rows_hold(d, info, qdd):
+            st = INACCURATE
+        if st > 0.0:
             break
         if attempt == 0:
-            info = _rank(model, q, d, refresh=True)
+            info = _redetect(model, q, d)
     else:
-        what = "produced non-finite values" if ratio == NONFINITE_OUTPUT else "is singular"
-        raise SingularityError(
-            f"{model.name}: the {method} solve {what} at this configuration "
-            f"(pivot ratio {ratio:.3g}, rank of J {info.rank} of {model.m} rows); the closures "
-            "lose independence here (a singular configuration of the mechanism)"
-        )
+        st = -1.0
+    if not st > 0.0:
+        raise SingularityError(_singular_message(model, q, d, method, st))
+    lam = lam[: info.rank]
     if info.dropped.size:
         # minimum-norm multipliers over all rows with the same generalized force Jᵀλ
-        J = d.closure.J
+        J = d.J
         lam = np.linalg.lstsq(J.T, J[info.independent].T @ lam, rcond=None)[0]
-    return ForwardDynamicsResult(qdd, lam, method, info.rank, info.dropped, 1.0 / ratio)
+    if info.dropped.size or used != method:
+        d.bound.pop(method, None)  # the fast path handles independent rows only
+    return ForwardDynamicsResult(qdd, lam, (used, info.rank, info.dropped), st)
+
+
+def _redetect(model, q, d):
+    """Re-detect the independent closure rows at q and hand them to the kernels."""
+    info = d.rank_info = constraint_rank(model, q, data=d)
+    d.set_rows(info.independent)
+    d.bound.clear()  # plans depend on the rows
+    return info
+
+
+def _dropped_rows_hold(d, info, qdd):
+    """True if the redundant (dropped) rows also satisfy J q̈ = γ, to the tolerance of
+    the acceptance check with its acceleration scale (``methods.common.accept``)."""
+    J, gamma = d.J[: d.model.m], d.gamma
+    res = np.abs(J[info.dropped] @ qdd - gamma[info.dropped]).max()
+    scale = np.abs(J).max() * d.diag[DIAG_ASCALE] + np.abs(gamma).max()
+    return bool(res <= RESIDUAL_TOL * 100 * scale)
+
+
+def _singular_message(model, q, d, method, st):
+    """Why no method could solve: the condition of the configuration, measured densely."""
+    from loopdyn.kinematics.closures import constraints
+    from loopdyn.tree import crba
+
+    M = crba(model, q)
+    _, J, _ = constraints(model, q)
+    ev = np.linalg.eigvalsh(M)
+    if not ev[0] > 1e-14 * max(ev[-1], 1e-300):
+        what = f"the mass matrix is singular (eigenvalues {ev[0]:.3g} … {ev[-1]:.3g})"
+    else:
+        L = np.linalg.cholesky(M)
+        sv = np.linalg.svd(np.linalg.solve(L, J.T), compute_uv=False)
+        rank = d.rank_info.rank if d.rank_info is not None else len(sv)
+        cond = sv[0] / sv[rank - 1] if rank and sv[rank - 1] > 0 else np.inf
+        what = (
+            f"the closure rows are (nearly) dependent: condition of J M^-1/2 over the "
+            f"{rank} independent rows {cond:.3g}"
+        )
+    reason = {NONFINITE_OUTPUT: "produced non-finite values", INACCURATE: "lost accuracy"}.get(
+        st, "is singular"
+    )
+    return (
+        f"{model.name}: the {method} solve {reason} at this configuration and the dense "
+        f"fallback failed too; {what}.  This is a singular configuration of the mechanism "
+        "(a change of mobility); move away from it or change the closures."
+    )
+
+
+# ------------------------------------------------------------------ closure loads
+@entry
+def loads_entry(ctx, q, rows, lam, fext, tauc):
+    """Closure kinematics at q, then the loads of ``lam`` on ``rows`` (``closure_loads``)."""
+    m, d = handles(ctx)
+    st = state_status(m, q, q[:0], q[:0], unliteral(0), unliteral(0))
+    if st == STATE_OK:
+        constraint_kernel(m, d, q, q[:0], unliteral(False))
+        closure_loads(m, d, rows, lam, fext, tauc)
+    return st
+
+
+LOADS = Entry(loads_entry, types.int64, BUF, IN, INT_OUT, OUT, OUT2, OUT)
+
+
+def closure_loads_at(model, q, lam, data=None):
+    """(fext (nb, 6), tau (nv)): the loads Jᵀ λ of multipliers ``lam`` (m,) at q.
+
+    ``fext``: body wrenches ``[n; f]`` in each body's frame about its origin (frame
+    closures); ``tau``: joint forces (coupling rows).  So
+    ``rnea(q, v, qdd, fext) - tau`` ... see :func:`closure_wrenches`.
+    """
+    d = workspace(model, data)
+    q = configuration(model, q)
+    lam = np.ascontiguousarray(vector(lam, model.m, "lam", model))
+    fext = np.zeros((model.nbodies, 6))
+    tauc = np.zeros(model.nv)
+    rows = np.arange(model.m, dtype=np.int64)
+    raise_status(model, LOADS.call(d.ctx, q, rows, lam, fext, tauc), "q or lam")
+    return fext, tauc
 
 
 def closure_wrenches(model, q, lam, data=None):
@@ -110,40 +223,40 @@ def closure_wrenches(model, q, lam, data=None):
 
     Row-wise as in :class:`ForwardDynamicsResult`; each wrench ``[n; f]`` is in its
     body's frame about the body origin, the format of ``fext`` in ``ld.rnea`` /
-    ``ld.aba``: so ``rnea(q, v, qdd, fext=closure_wrenches(q, lam))`` returns τ.
+    ``ld.aba``: so ``rnea(q, v, qdd, fext=closure_wrenches(q, lam))`` returns τ
+    (for a model with couplings subtract their joint forces, ``closure_loads_at``).
     """
-    from loopdyn.kinematics.closures import _evaluate
-    from loopdyn.methods.common import closure_body_wrenches
-
-    d = model.data if data is None else data
-    lam = vector(lam, model.m, "lam", model)
-    w = _evaluate(model, q, None, False, d)
-    out = np.zeros((model.nbodies, 6))
-    rows = np.arange(model.m, dtype=np.int64)
-    closure_body_wrenches(
-        model.topo, d.Xw, model.cl_body, model.row_int, w.rw, w.cw, rows, lam, out
-    )
-    return out
+    return closure_loads_at(model, q, lam, data)[0]
 
 
 def closure_forces(model, q, lam, data=None):
     """Per closure: ``{name: (force, moment)}`` on body B at frame B's origin, world frame.
 
-    Body A receives the opposite force and moment (Newton's third law).
+    Body A receives the opposite force and moment (Newton's third law).  For a
+    coupling: ``{name: (force on joint b, force on joint a)}`` (scalars, N or N·m).
     """
-    from loopdyn.kinematics.closures import _evaluate
+    from loopdyn.kinematics.closures import evaluate
+    from loopdyn.model.closures import COUPLING, TRANSLATION
 
-    d = model.data if data is None else data
     lam = vector(lam, model.m, "lam", model)
-    w = _evaluate(model, q, None, False, d)
+    d = evaluate(model, q, None, False, data)
     out = {}
     for k, name in enumerate(model.closures):
+        sl = model.closure_rows[k]
+        if model.row_int[sl.start, 1] == COUPLING:
+            r = sl.start
+            out[name] = (float(lam[r]), float(-model.row_vec[r, 0, 0] * lam[r]))
+            continue
         f = np.zeros(3)
         mo = np.zeros(3)
-        for r in range(model.closure_rows[k].start, model.closure_rows[k].stop):
-            if model.row_int[r, 1] == 0:
-                f += lam[r] * w.rw[r, 0]
+        for r in range(sl.start, sl.stop):
+            if model.row_int[r, 1] == TRANSLATION:
+                f += lam[r] * d.rw[r, 0]
             else:
-                mo += lam[r] * w.rw[r, 2]
+                mo += lam[r] * d.rw[r, 2]
         out[name] = (f, mo)
     return out
+
+
+__all__ = ["METHODS", "closure_forces", "closure_loads_at", "closure_wrenches", "forward_dynamics"]
+_unused = (closure_terms, OUT2)

@@ -29,37 +29,41 @@ packed into one int64 array; the per-call work is one compiled kernel over
 preallocated buffers (``SSLMWork``, kept on the ``Data`` object).
 """
 
+from functools import partial
+
 import numpy as np
 from numba import njit, prange, types
 
 from loopdyn.errors import SingularityError
-from loopdyn.kernels.layout import (
-    F1,
-    I1,
+from loopdyn.kernels.numba_internals import (
+    BUF,
+    IN,
+    OUT,
     Entry,
+    as_input,
     block,
-    closure_views,
-    context_buffers,
-    entry_kernel,
-    method_views,
-    model_views,
-    tree_views,
+    block_int,
+    entry,
+    unliteral,
 )
 from loopdyn.kernels.spatial import rigid_inertia_to_parent_add
-from loopdyn.kinematics.closures import bias_acceleration_kernel, closure_terms, closure_work
+from loopdyn.kernels.views import handles
+from loopdyn.kinematics.closures import bias_accelerations, closure_terms, constraint_kernel
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods.common import (
-    NONFINITE_INPUT,
-    NONFINITE_OUTPUT,
-    BoundKernel,
-    closure_body_wrenches,
+    PIVOT_TOL,
+    SINGULAR,
+    accept,
+    closure_loads,
     input_status,
+    system_terms,
 )
 from loopdyn.methods.slm import slm_multipliers
+from loopdyn.model.closures import COUPLING, TRANSLATION
 from loopdyn.topology.mechanism import elimination_order, topology
-from loopdyn.tree.aba import aba_kernel
+from loopdyn.tree.aba import aba_bodies, aba_from_kinematics
 from loopdyn.tree.rnea import rnea_from_kinematics
-from loopdyn.validation import all_finite
+from loopdyn.validation import configuration, vector, workspace
 
 # ------------------------------------------------------------------ the plan
 # header of the packed int64 plan: counts, then section offsets
@@ -285,49 +289,38 @@ class SSLMPlan:
             fb.append(fo)
             fo += fsz[name]
         fb.append(fo)
-        ip = np.zeros(o, dtype=np.int64)
+        # one float64 buffer for the kernels: [len(ip) | ip (int64) | fw (workspace)]
+        self.buf = np.zeros(1 + o + max(fo, 1))
+        self.buf[:1].view(np.int64)[0] = o
+        ip = self.buf[1 : 1 + o].view(np.int64)
         ip[:9] = head
         ip[_SEC0:_FSEC0] = bounds
         ip[_FSEC0:_HDR] = fb
         for k, name in enumerate(_SECTIONS):
             ip[bounds[k] : bounds[k + 1]] = parts[name].reshape(-1)
         self.ip = ip
+        self.fw = self.buf[1 + o :]
         self.parts = parts
-        # read-only like ``model.topo``: the tree kernels then run on the same types
-        # (and the same compiled code) for one subsystem's slices as for the whole forest
-        sub.setflags(write=False)
-        tloc.setflags(write=False)
         self.sub, self.tloc = sub, tloc
         self.foff = {n: (fb[k], fb[k + 1]) for k, n in enumerate(_FSECTIONS)}
         self.fsize = fo
 
 
-class SSLMWork:
-    """Preallocated buffers of SSLM for one model (on ``data.sslm``), one plan per row set."""
-
-    def __init__(self, model):
-        self.plans = {}
-        self.last_rows = self.last_plan = None
-        self.fext = np.zeros((max(model.nbodies, 1), 6))
-        self.fext_none = np.zeros((0, 6))
-
-    def plan(self, model, rows):
-        key = rows.tobytes()
-        p = self.plans.get(key)
-        if p is None:
-            p = SSLMPlan(model, rows)
-            p.fw = np.zeros(max(p.fsize, 1))
-            p.bound = None
-            p.tmp33s = np.zeros((max(p.nsub, 1), 3, 3, 3))
-            self.plans[key] = p
-        return p
+def plan_for(model, d, rows=None):
+    """The ``SSLMPlan`` of ``d``'s current independent rows (or of ``rows``), cached on ``d``."""
+    rows = d.rows[: d.nrows] if rows is None else rows
+    key = ("sslm", rows.tobytes())
+    p = d.plans.get(key)
+    if p is None:
+        p = d.plans[key] = SSLMPlan(model, np.array(rows))
+    return p
 
 
-def sslm_work(model, data):
-    w = getattr(data, "sslm", None)
-    if w is None:
-        w = data.sslm = SSLMWork(model)
-    return w
+@njit(cache=True)
+def plan_views(pbuf):
+    """(ip, fw): the int plan and the float workspace in a plan's buffer."""
+    n = block_int(pbuf, 0, 1)[0]
+    return block_int(pbuf, 1, n), block(pbuf, 1 + n, pbuf.shape[0] - 1 - n)
 
 
 # ------------------------------------------------------------------ kernels
@@ -339,26 +332,29 @@ _DPAR, _SUP, _IX, _PD, _TD, _KD, _ND, _UD = range(13, 21)
 _PHI, _ZEROS, _I, _Y, _Z, _G, _W, _PSI, _LAM, _DINV = range(10)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _o(ip, s):
     """Start of int section s in ``ip``."""
     return ip[_SEC0 + s]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _f(ip, s):
     """Start of float section s in ``fw``."""
     return ip[_FSEC0 + s]
 
 
 @njit(cache=True)
-def jacobian_blocks(topo, Xw, S, cw, rw, row_int, ip, fw):
+def jacobian_blocks(m, d, ip, fw):
     """The non-vanishing blocks J_{i,j} (eq. 16), row-major p_i × n_j, into fw's Y section.
 
-    Same rows as ``constraints.constraint_kernel`` (world vectors ``rw``, B's origin
-    ``cw[k, 7]``; requires its kinematics), but written per (loop, subsystem) and
-    only for the joints on the paths of the cut bodies to their subsystem roots.
+    Same rows as ``kinematics.closures.closure_terms`` (world vectors ``d.rw``, B's
+    origin ``d.cw[k, 7]``; requires its kinematics), but written per (loop,
+    subsystem) and only for the joints on the paths of the cut bodies to their
+    subsystem roots.  A coupling row has its two entries, -ratio at joint a's
+    coordinate and +1 at joint b's.
     """
+    topo, Xw, S, cw, rw, row_int = m.topo, d.Xw, d.S, d.cw, d.rw, m.row_int
     osub, olp, olrow, oside, opr = (
         _o(ip, _SUB),
         _o(ip, _LP),
@@ -379,6 +375,7 @@ def jacobian_blocks(topo, Xw, S, cw, rw, row_int, ip, fw):
             off = fy + ip[opr + 5 * e + 2]
             for y in range(p * ip[osub + 7 * ip[opr + 5 * e + 1] + 4]):
                 fw[off + y] = 0.0
+        coupling = row_int[ip[olrow + t0], 1] == COUPLING
         P0, P1, P2 = cw[c, 7, 0], cw[c, 7, 1], cw[c, 7, 2]
         for sd in range(2):
             b = ip[oside + 4 * x + 2 * sd]
@@ -389,6 +386,12 @@ def jacobian_blocks(topo, Xw, S, cw, rw, row_int, ip, fw):
             j = ip[opr + 5 * e + 1]
             n, v0 = ip[osub + 7 * j + 4], ip[osub + 7 * j + 3]
             off = fy + ip[opr + 5 * e + 2]
+            if coupling:
+                # J = e_b - r e_a: the joints moving bodies b (side 1) and a (side 0)
+                rr = ip[olrow + t0]
+                val = 1.0 if sd == 1 else -m.row_vec[rr, 0, 0]
+                fw[off + row_int[rr, 2 + sd] - v0] += val
+                continue
             i = b
             while i >= 0:
                 d0, d1, d2 = P0 - Xw[i, 3, 0], P1 - Xw[i, 3, 1], P2 - Xw[i, 3, 2]
@@ -407,7 +410,7 @@ def jacobian_blocks(topo, Xw, S, cw, rw, row_int, ip, fw):
                     col = off + topo[i, 3] - v0 + kk
                     for t in range(p):
                         rr = ip[olrow + t0 + t]
-                        if row_int[rr, 1] == 0:
+                        if row_int[rr, 1] == TRANSLATION:
                             val = rw[rr, 0, 0] * vv0 + rw[rr, 0, 1] * vv1 + rw[rr, 0, 2] * vv2
                         else:
                             val = rw[rr, 2, 0] * w0 + rw[rr, 2, 1] * w1 + rw[rr, 2, 2] * w2
@@ -416,25 +419,26 @@ def jacobian_blocks(topo, Xw, S, cw, rw, row_int, ip, fw):
 
 
 @njit(cache=True)
-def subsystem_gims(topo, inertia, Xrel, S, mat6, ip, fw):
+def subsystem_gims(m, d, ip, fw):
     """The subsystem GIMs I_j (eq. 7), row-major n_j × n_j in fw's I section.
 
     The composite-rigid-body algorithm (RBDA Table 6.2) over the forest, from the
-    poses ``Xrel`` and ``S`` already in the workspace (``fk_kernel``), writing each
+    poses ``Xrel`` and ``S`` already in ``d`` (``fk_kernel``), writing each
     subsystem's block into its own buffer (no system-level M): composite inertias
-    ``mat6[:, 0]`` leaf to root, then F = Ic S_k carried up the ancestors,
+    ``Ic`` (in ``d.IA``) leaf to root, then F = Ic S_k carried up the ancestors,
     I_j[k, a] = S_aᵀ F.
     """
-    nb = topo.shape[0]
+    topo, Xrel, S, Ic = m.topo, d.Xrel, d.S, d.IA
+    nb = m.nb
     osub, fI = _o(ip, _SUB), _f(ip, _I)
     for i in range(nb):
         for r in range(6):
             for c in range(6):
-                mat6[i, 0, r, c] = inertia[i, r, c]
+                Ic[i, r, c] = m.inertia[i, r, c]
     for i in range(nb - 1, -1, -1):
         lam = topo[i, 0]
         if lam >= 0:
-            rigid_inertia_to_parent_add(Xrel[i, :3], Xrel[i, 3], mat6[i, 0], mat6[lam, 0])
+            rigid_inertia_to_parent_add(Xrel[i, :3], Xrel[i, 3], Ic[i], Ic[lam])
     for j in range(ip[_NS]):
         b0, b1, v0, n = (
             ip[osub + 7 * j],
@@ -453,12 +457,12 @@ def subsystem_gims(topo, inertia, Xrel, S, mat6, ip, fw):
                 f0 = f1 = f2 = f3 = f4 = f5 = 0.0
                 for c in range(6):
                     sc = S[i, c, k]
-                    f0 += mat6[i, 0, 0, c] * sc
-                    f1 += mat6[i, 0, 1, c] * sc
-                    f2 += mat6[i, 0, 2, c] * sc
-                    f3 += mat6[i, 0, 3, c] * sc
-                    f4 += mat6[i, 0, 4, c] * sc
-                    f5 += mat6[i, 0, 5, c] * sc
+                    f0 += Ic[i, 0, c] * sc
+                    f1 += Ic[i, 1, c] * sc
+                    f2 += Ic[i, 2, c] * sc
+                    f3 += Ic[i, 3, c] * sc
+                    f4 += Ic[i, 4, c] * sc
+                    f5 += Ic[i, 5, c] * sc
                 for kk in range(k, nvj):
                     val = S[i, 0, kk] * f0 + S[i, 1, kk] * f1 + S[i, 2, kk] * f2
                     val += S[i, 3, kk] * f3 + S[i, 4, kk] * f4 + S[i, 5, kk] * f5
@@ -489,7 +493,7 @@ def subsystem_gims(topo, inertia, Xrel, S, mat6, ip, fw):
                         fw[o + (av + kk) * n + iv + k] = val
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _inv_sym(G, go, p, W, wo):
     """W[wo:] = G[go:]⁻¹ for a symmetric p × p block (lower triangle of G read).
 
@@ -877,10 +881,7 @@ def sslm_lambda(ip, fw, gamma):
 
 
 @njit(cache=True)
-def sslm_terms(
-    topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, q, v, tau,
-    Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, Phi, J, gamma, want_J, ip, fw, fext_none,
-):  # fmt: skip
+def sslm_terms(m, d, ip, fw, q, v, tau, want_J):
     """Subsystem-level terms: φ = τ - h (eq. 20), γ = Ψ (eq. 29), J_{i,j} (eq. 16), I_j (eq. 7).
 
     One kinematics pass (poses, S, velocities, velocity products) shared by the
@@ -888,144 +889,144 @@ def sslm_terms(
     no γ).  ``want_J``: also the dense J (m × nv) of ``constraints``, needed only
     when redundant rows were dropped.
     """
-    nv = tau.shape[0]
+    nv = m.nv
     fphi = _f(ip, _PHI)
-    with_v = v.size > 0
-    fk_kernel(topo, jgeom, q, v, Xrel, Xw, S, vec6, tmp33)
+    with_v = v.shape[0] > 0
+    fk_kernel(m, d, q, v)
     if with_v:
         # φ = τ - C q̇ - g over the whole forest (the φ_j are its slices)
         phi = fw[fphi : fphi + nv]
-        zeros = fw[fphi + nv : fphi + 2 * nv]
-        rnea_from_kinematics(topo, inertia, gravity, zeros, fext_none, Xrel, S, vec6, phi)
+        rnea_from_kinematics(m, d, as_input(d.zeros), as_input(d.fext[:0]), phi)
         for i in range(nv):
             phi[i] = tau[i] - phi[i]
-        bias_acceleration_kernel(topo, Xrel, vec6)  # overwrites the RNEA's accelerations
+        bias_accelerations(m, d)  # overwrites the RNEA's accelerations
     # the cut joints' frames, world row vectors and γ = -J̇ q̇
-    closure_terms(
-        topo, cl_body, cl_X, row_int, row_vec, Xw, S, vec6, cw, rw, with_v, want_J, Phi, J, gamma
-    )
-    jacobian_blocks(topo, Xw, S, cw, rw, row_int, ip, fw)
-    subsystem_gims(topo, inertia, Xrel, S, mat6, ip, fw)
+    closure_terms(m, d, q, with_v, want_J)
+    jacobian_blocks(m, d, ip, fw)
+    subsystem_gims(m, d, ip, fw)
 
 
 @njit(cache=True)
-def sslm_kernel(
-    topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
-    Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, Phi, J, gamma, want_J, ip, fw, fext, fext_none,
-    qdd, lam,
-):  # fmt: skip
-    """SSLM forward dynamics: ``lam`` (len(rows), in ``rows`` order) and ``qdd`` (nv).
+def sslm_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
+    """SSLM forward dynamics: λ on the independent rows (``d.rows`` order) and q̈ (nv).
 
-    Returns the pivot ratio, or <= 0: 0 when an I_j, a GICM pivot block or an
-    articulated inertia is singular, ``NONFINITE_INPUT`` / ``NONFINITE_OUTPUT``
-    (``methods.common``) for NaN or inf in the state or the result.  λ along the
-    closure rows, as ``constraints``.
+    Returns the smallest pivot ratio (> 0) or a status < 0 (``methods.common``).
     """
-    if not (all_finite(q) and all_finite(v) and all_finite(tau)):
-        return NONFINITE_INPUT
-    sslm_terms(
-        topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, q, v, tau,
-        Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, Phi, J, gamma, want_J, ip, fw, fext_none,
-    )  # fmt: skip
-    ratio = sslm_lambda(ip, fw, gamma)
-    if not ratio > 0.0:
-        return 0.0
+    r = d.nrows
+    sslm_terms(m, d, ip, fw, q, v, tau, r < m.nr)
+    ratio = sslm_lambda(ip, fw, d.gamma)
+    if not ratio > PIVOT_TOL:
+        d.diag[0] = ratio
+        return SINGULAR
     olout, flam = _o(ip, _LOUT), _f(ip, _LAM)
     for t in range(ip[_NR]):
         lam[ip[olout + t]] = fw[flam + t]
-    # λ as external wrenches on the cut bodies (body frames); then q̈_j by the tree
-    # algorithm.  The forest's ABA runs the subsystems' ABAs one after the other
-    # (independent: ``subsystem_accelerations(..., parallel=True)`` splits them).
-    closure_body_wrenches(topo, Xw, cl_body, row_int, rw, cw, rows, lam, fext)
-    bad = aba_kernel(
-        topo, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6, tmp33, qdd
-    )
-    if bad >= 0:
-        return 0.0
-    if not (all_finite(qdd) and all_finite(lam)):
-        return NONFINITE_OUTPUT
-    return ratio
-
-
-@njit(cache=True, inline="always")
-def aba_subsystem(j, sub, tloc, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6,
-                  tmp33, qdd):  # fmt: skip
-    """ABA on subsystem j alone (its slices of every array); -1 on success."""
-    b0, b1, q0, v0, n, nq = sub[j, 0], sub[j, 1], sub[j, 2], sub[j, 3], sub[j, 4], sub[j, 6]
-    return aba_kernel(
-        tloc[b0:b1], jgeom[b0:b1], inertia[b0:b1], gravity, q[q0 : q0 + nq], v[v0 : v0 + n],
-        tau[v0 : v0 + n], fext[b0:b1], Xrel[b0:b1], S[b0:b1], vec6[b0:b1], mat6[b0:b1], tmp33,
-        qdd[v0 : v0 + n],
-    )  # fmt: skip
-
-
-@njit(cache=True, parallel=True)
-def _aba_subsystems_parallel(sub, tloc, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6,
-                             mat6, tmp33s, qdd, bad):  # fmt: skip
-    """ABA of every subsystem in parallel threads (disjoint slices, one scratch per thread)."""
-    for j in prange(sub.shape[0]):
-        bad[j] = aba_subsystem(
-            j, sub, tloc, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6,
-            tmp33s[j], qdd,
-        )  # fmt: skip
+    eta = phi_hat_max(ip, fw, d.x)
+    # λ as external loads on the cut bodies (body frames) and joints (couplings); then
+    # q̈_j by the tree algorithm.  The forest's ABA runs the subsystems' ABAs one after
+    # the other (independent: ``subsystem_accelerations(..., parallel=True)`` splits them).
+    closure_loads(m, d, d.rows, lam, d.fext, d.tauc)
+    for i in range(m.nv):
+        d.x[i] = tau[i] + d.tauc[i]
+    if aba_from_kinematics(m, d, unliteral(0), m.nb, as_input(d.x), as_input(d.fext), qdd) >= 0:
+        return SINGULAR
+    return accept(m, d, ratio, qdd, lam, r, eta)
 
 
 @njit(cache=True)
-def _aba_subsystems(sub, tloc, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6,
-                    tmp33s, qdd, bad):  # fmt: skip
-    for j in range(sub.shape[0]):
-        bad[j] = aba_subsystem(
-            j, sub, tloc, jgeom, inertia, gravity, q, v, tau, fext, Xrel, S, vec6, mat6,
-            tmp33s[j], qdd,
-        )  # fmt: skip
+def phi_hat_max(ip, fw, y):
+    """|φ̂|∞, φ̂_j = I_j⁻¹ φ_j = L_j⁻¹ z_j (eqs. 19–21): the unconstrained accelerations.
+
+    From the factors ``gicm_assemble`` left in ``fw`` (L_j unit lower triangular
+    with the tree's sparsity, z_j); ``y`` (nv) is scratch.  The size of the terms
+    SSLM combines into q̈, for the acceptance check.
+    """
+    osub, odpar = _o(ip, _SUB), _o(ip, _DPAR)
+    fI, fz = _f(ip, _I), _f(ip, _Z)
+    out = 0.0
+    for j in range(ip[_NS]):
+        v0, n, off = ip[osub + 7 * j + 3], ip[osub + 7 * j + 4], fI + ip[osub + 7 * j + 5]
+        dp = odpar + v0
+        for k in range(n):  # L y = z, ancestors (smaller local indices) first
+            s = fw[fz + v0 + k]
+            a = ip[dp + k]
+            while a >= 0:
+                s -= fw[off + k * n + a] * y[v0 + a]
+                a = ip[dp + a]
+            y[v0 + k] = s
+            out = max(out, abs(s))
+    return out
 
 
-@entry_kernel
-def sslm_entry(ictx, fctx, ip, fw, rows, q, v, tau, qdd, lam):
-    """``sslm_kernel`` on a Data's context and the plan's buffers, inputs checked."""
-    mlay, mi, mf, dlay, df = context_buffers(ictx, fctx)
-    topo, cl_body, row_int, jgeom, inertia, gravity, cl_X, row_vec = model_views(mlay, mi, mf)
-    Xrel, Xw, S, vec6, mat6, tmp33 = tree_views(dlay, df)
-    cw, rw, zeros_nv, Phi, J, gamma, _, _ = closure_views(dlay, df)
-    status = input_status(mlay, topo, q, v, tau, block(zeros_nv, 0, (0, 6)))
-    if status < 0.0:
-        return status
-    _, _, _, _, _, fext, _ = method_views(dlay, df)
-    return sslm_kernel(
-        topo, jgeom, inertia, gravity, cl_body, cl_X, row_int, row_vec, rows, q, v, tau,
-        Xrel, Xw, S, vec6, mat6, tmp33, cw, rw, Phi, J, gamma, rows.shape[0] < row_int.shape[0],
-        ip, fw, fext, block(zeros_nv, 0, (0, 6)), qdd, lam,
-    )  # fmt: skip
+@entry
+def sslm_entry(ctx, pbuf, q, v, tau, qdd, lam):
+    """``sslm_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
+    m, d = handles(ctx)
+    st = input_status(m, q, v, tau)
+    if st < 0.0:
+        return st
+    ip, fw = plan_views(pbuf)
+    return sslm_kernel(m, d, ip, fw, q, v, tau, qdd, lam)
 
 
-# (ictx, fctx, plan ints, plan floats, rows, q, v, tau, qdd, lam)
-ENTRY = Entry(sslm_entry, types.float64, I1, F1, I1, F1, I1, F1, F1, F1, F1, F1)
+ENTRY = Entry(sslm_entry, types.float64, BUF, BUF, IN, IN, IN, OUT, OUT)
 
 
-# ------------------------------------------------------------------ Python API
-def run(model, q, v, tau, rows, d):
-    """Runner for ``ld.forward_dynamics``: (q̈, λ on ``rows``, pivot ratio or status <= 0)."""
-    sw = sslm_work(model, d)
-    if sw.last_rows is not rows:  # the plan (and its bound entry) of this row set
-        plan = sw.plan(model, rows)
-        if plan.bound is None:
-            plan.bound = BoundKernel(ENTRY, (d.ictx, d.fctx, plan.ip, plan.fw, rows), rows)
-        sw.last_rows, sw.last_plan = rows, plan
-    qdd = np.empty(model.nv)
-    lam = np.empty(rows.shape[0])
-    return qdd, lam, sw.last_plan.bound(q, v, tau, qdd, lam)
+def bind(model, d):
+    """The ``ld.forward_dynamics`` call of SSLM on ``d`` for its current independent rows."""
+    return partial(ENTRY.compile(), d.ctx, plan_for(model, d).buf)
 
 
-def _kernel_args(model, d, plan, rows, q, v, tau):
-    """Arguments of ``sslm_kernel`` up to (not including) ``qdd`` and ``lam``."""
-    _, w = closure_work(model, d)
-    sw = sslm_work(model, d)
-    return (
-        model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
-        model.row_int, model.row_vec, rows, q, v, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6,
-        d.tmp33, w.cw, w.rw, w.Phi, w.J, w.gamma, rows.shape[0] < model.m, plan.ip, plan.fw,
-        sw.fext, sw.fext_none,
-    )  # fmt: skip
+# ------------------------------------------------------------------ q̈ subsystem by subsystem
+@njit(cache=True)
+def aba_subsystem(m, d, ip, j, q, v, tau, fext, qdd):
+    """ABA on subsystem j alone (its bodies, coordinates and workspace rows); -1 on success."""
+    osub = _o(ip, _SUB)
+    return aba_bodies(m, d, ip[osub + 7 * j], ip[osub + 7 * j + 1], q, v, tau, fext, qdd)
+
+
+@njit(cache=True, parallel=True)
+def _aba_subsystems_parallel(m, d, ip, q, v, tau, fext, qdd, bad):
+    """ABA of every subsystem in parallel threads (disjoint slices of the workspace)."""
+    for j in prange(ip[_NS]):
+        bad[j] = aba_subsystem(m, d, ip, j, q, v, tau, fext, qdd)
+
+
+@njit(cache=True)
+def _aba_subsystems(m, d, ip, q, v, tau, fext, qdd, bad):
+    for j in range(ip[_NS]):
+        bad[j] = aba_subsystem(m, d, ip, j, q, v, tau, fext, qdd)
+
+
+@entry
+def subsystems_entry(ctx, pbuf, q, v, tau, lam, parallel, qdd, bad):
+    """λ's loads at q, then every subsystem's ABA (``subsystem_accelerations``)."""
+    m, d = handles(ctx)
+    st = input_status(m, q, v, tau)
+    if st < 0.0:
+        return st
+    ip, _ = plan_views(pbuf)
+    constraint_kernel(m, d, q, q[:0], unliteral(False))
+    closure_loads(m, d, d.rows, lam, d.fext, d.tauc)
+    for i in range(m.nv):
+        d.x[i] = tau[i] + d.tauc[i]
+    if parallel:
+        _aba_subsystems_parallel(m, d, ip, q, v, as_input(d.x), as_input(d.fext), qdd, bad)
+    else:
+        _aba_subsystems(m, d, ip, q, v, as_input(d.x), as_input(d.fext), qdd, bad)
+    return 1.0
+
+
+SUBSYSTEMS = Entry(
+    subsystems_entry, types.float64, BUF, BUF, IN, IN, IN, IN, types.boolean, OUT, types.int64[::1]
+)
+
+
+def _use_all_rows(model, d):
+    """Make every closure row active on ``d``; its next forward dynamics re-detects the rank."""
+    d.set_rows(np.arange(model.m))
+    d.rank_info = None
+    d.bound.clear()
 
 
 def subsystem_accelerations(model, q, v, tau, lam, parallel=False, data=None):
@@ -1037,26 +1038,16 @@ def subsystem_accelerations(model, q, v, tau, lam, parallel=False, data=None):
     own slices of the workspace; worthwhile only for large subsystems.  Returns
     q̈ (nv).  Raises :class:`SingularityError` if an articulated inertia is singular.
     """
-    from loopdyn.kinematics.closures import _evaluate
-    from loopdyn.validation import configuration, vector
-
-    d = model.data if data is None else data
+    d = model.create_data() if data is None else workspace(model, data)
     q = configuration(model, q)
     v = vector(v, model.nv, "v", model)
     tau = vector(tau, model.nv, "tau", model)
     lam = vector(lam, model.m, "lam", model)
-    w = _evaluate(model, q, None, False, d)
-    sw = sslm_work(model, d)
-    rows = np.arange(model.m, dtype=np.int64)
-    plan = sw.plan(model, rows)
-    closure_body_wrenches(
-        model.topo, d.Xw, model.cl_body, model.row_int, w.rw, w.cw, rows, lam, sw.fext
-    )
+    _use_all_rows(model, d)
+    plan = plan_for(model, d)
     qdd = np.empty(model.nv)
     bad = np.full(plan.nsub, -1, dtype=np.int64)
-    fn = _aba_subsystems_parallel if parallel else _aba_subsystems
-    fn(plan.sub, plan.tloc, model.jgeom, model.inertia, model.gravity, q, v, tau,
-       sw.fext, d.Xrel, d.S, d.vec6, d.mat6, plan.tmp33s, qdd, bad)  # fmt: skip
+    SUBSYSTEMS.call(d.ctx, plan.buf, q, v, tau, lam, bool(parallel), qdd, bad)
     if np.any(bad >= 0):
         j = int(np.flatnonzero(bad >= 0)[0])
         raise SingularityError(
@@ -1066,6 +1057,21 @@ def subsystem_accelerations(model, q, v, tau, lam, parallel=False, data=None):
 
 
 # ------------------------------------------------------------------ the λ stage alone
+@entry
+def terms_entry(ctx, pbuf, q, v, tau, sslm):
+    """System terms for ``lambda_stage``: SLM's (M, J, φ, γ) or SSLM's (I_j, J_{i,j}, φ, γ)."""
+    m, d = handles(ctx)
+    if sslm:
+        ip, fw = plan_views(pbuf)
+        sslm_terms(m, d, ip, fw, q, v, tau, unliteral(False))
+    else:
+        system_terms(m, d, q, v, tau, unliteral(True))
+    return 0
+
+
+TERMS = Entry(terms_entry, types.int64, BUF, BUF, IN, IN, IN, types.boolean)
+
+
 @njit(cache=True)
 def sslm_lambda_from(ip, fw, I0, Y0, phi, gamma):
     """``sslm_lambda`` from saved I_j, J_{i,j} and φ (copied in first, as SLM copies M)."""
@@ -1103,39 +1109,26 @@ def lambda_stage(model, q, v, tau=None, method="sslm", rows=None):
     block elimination from the I_j and J_{i,j} — and ``result()`` returns the λ of
     the last call in ``rows`` order.  ``rows`` default: all rows.
     """
-    from loopdyn.methods.common import dyn_work, system_terms
-
-    d = model.create_data()
-    _, w = closure_work(model, d)
-    q = np.ascontiguousarray(q, dtype=float)
-    v = np.ascontiguousarray(v, dtype=float)
-    tau = np.zeros(model.nv) if tau is None else np.ascontiguousarray(tau, dtype=float)
-    rows = np.arange(model.m, dtype=np.int64) if rows is None else np.asarray(rows, np.int64)
-    if method == "slm":
-        k = dyn_work(model, d)
-        system_terms(
-            model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
-            model.row_int, model.row_vec, q, v, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6, d.tmp33,
-            w.cw, w.rw, k.zeros_nv, k.fext_none, w.Phi, w.J, w.gamma, k.M, k.phi, True,
-        )  # fmt: skip
-        Mf = np.zeros_like(k.M)
-        lam = np.zeros(rows.shape[0])
-        args = (k.M, w.J, k.phi, w.gamma, rows, Mf, k.Y, k.Sm, k.x, lam)
-        return slm_lambda, args, lambda: lam.copy()
-    if method != "sslm":
+    if method not in ("slm", "sslm"):
         raise ValueError(f"lambda_stage: method must be 'slm' or 'sslm', got {method!r}")
-    sw = sslm_work(model, d)
-    plan = sw.plan(model, rows)
-    sslm_terms(
-        model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
-        model.row_int, model.row_vec, q, v, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6, d.tmp33,
-        w.cw, w.rw, w.Phi, w.J, w.gamma, False, plan.ip, plan.fw, sw.fext_none,
-    )  # fmt: skip
+    d = model.create_data()
+    q = configuration(model, q)
+    v = vector(v, model.nv, "v", model)
+    tau = np.zeros(model.nv) if tau is None else vector(tau, model.nv, "tau", model)
+    rows = np.arange(model.m, dtype=np.int64) if rows is None else np.asarray(rows, np.int64)
+    d.set_rows(rows)
+    plan = plan_for(model, d)
+    TERMS.call(d.ctx, plan.buf, q, v, tau, method == "sslm")
+    if method == "slm":
+        Mf = np.zeros_like(d.M)
+        lam = np.zeros(rows.shape[0])
+        args = (d.M, d.J, d.phi, d.gamma, rows, Mf, d.Y, d.Sm, d.x, lam)
+        return slm_lambda, args, lambda: lam.copy()
     f = plan.foff
     I0 = plan.fw[f["I"][0] : f["I"][1]].copy()
     Y0 = plan.fw[f["Y"][0] : f["Y"][1]].copy()
     phi = plan.fw[f["phi"][0] : f["phi"][1]].copy()
-    gamma = w.gamma.copy()
+    gamma = d.gamma.copy()
     lout = plan.parts["lout"]
 
     def result():
@@ -1246,23 +1239,15 @@ def gicm(model, q, v=None, tau=None, data=None):
     loop (closure), and for each block the subsystems whose terms
     J_{r,j} I_j⁻¹ J_{s,j}ᵀ make it up.  Printable as a table.
     """
-    from loopdyn.validation import configuration, vector
-
     if model.m == 0:
         raise ValueError(f"{model.name}: the model has no closures, hence no GICM")
-    d = model.create_data() if data is None else data
-    _, w = closure_work(model, d)
+    d = model.create_data() if data is None else workspace(model, data)
     q = configuration(model, q)
-    vv = np.empty(0) if v is None else vector(v, model.nv, "v", model)
+    vv = np.zeros(0) if v is None else vector(v, model.nv, "v", model)
     tau = np.zeros(model.nv) if tau is None else vector(tau, model.nv, "tau", model)
-    rows = np.arange(model.m, dtype=np.int64)
-    sw = sslm_work(model, d)
-    plan = sw.plan(model, rows)
-    sslm_terms(
-        model.topo, model.jgeom, model.inertia, model.gravity, model.cl_body, model.cl_X,
-        model.row_int, model.row_vec, q, vv, tau, d.Xrel, d.Xw, d.S, d.vec6, d.mat6, d.tmp33,
-        w.cw, w.rw, w.Phi, w.J, w.gamma, False, plan.ip, plan.fw, sw.fext_none,
-    )  # fmt: skip
+    _use_all_rows(model, d)
+    plan = plan_for(model, d)
+    TERMS.call(d.ctx, plan.buf, q, vv, tau, True)
     f = plan.foff
     I_raw = plan.fw[f["I"][0] : f["I"][1]].copy()
     Y_raw = plan.fw[f["Y"][0] : f["Y"][1]].copy()
@@ -1271,7 +1256,7 @@ def gicm(model, q, v=None, tau=None, data=None):
         plan.fw[f["phi"][0] : f["phi"][1]] = 0.0
         gamma = np.zeros(model.m)
     else:
-        gamma = w.gamma
+        gamma = d.gamma
     if not gicm_assemble(plan.ip, plan.fw, gamma) > 0.0:
         raise SingularityError(f"{model.name}: a subsystem inertia matrix is not positive definite")
     G = plan.fw[f["G"][0] : f["G"][1]]

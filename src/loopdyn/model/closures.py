@@ -26,6 +26,11 @@ derivative is J v:
 
 Axes default to z (revolute), x (prismatic), x of A then y of B (universal: the
 constrained rotation is about axis1 × axis2, with Φ = -(axis1_A · axis2_B)).
+
+A *coupling* (``ModelBuilder.add_coupling``: gears, belts, differentials, URDF
+mimic joints) relates two 1-DOF joints a and b of the tree: one row
+Φ = q_b - r q_a - offset, J = e_b - r e_a, γ = 0.  Its multiplier λ is a pair of
+joint forces: +λ on joint b, -r λ on joint a (Jᵀ λ).
 """
 
 from dataclasses import dataclass
@@ -36,7 +41,7 @@ from loopdyn.errors import ModelError
 from loopdyn.model.joints import _axis
 
 KINDS = ("ball", "revolute", "universal", "prismatic", "weld", "generic")
-TRANSLATION, ROTATION = 0, 1
+TRANSLATION, ROTATION, COUPLING = 0, 1, 2
 
 
 def _triad(a):
@@ -145,3 +150,15 @@ class ClosureSpec:
             trans(_axis(a, what))
         for a in self.rotation_axes:
             rot(_axis(a, what))
+
+
+@dataclass(frozen=True)
+class CouplingSpec:
+    """A coupling as declared in ``ModelBuilder.add_coupling``: q_b = ratio q_a + offset."""
+
+    name: str
+    joint_a: str
+    joint_b: str
+    ratio: float
+    offset: float = 0.0
+    kind = "coupling"

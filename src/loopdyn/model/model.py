@@ -15,9 +15,14 @@ Packed arrays (read-only, used by the compiled kernels):
 - ``frame_body`` int64 (nf,), ``frame_X`` float64 (nf, 4, 3): frame poses on bodies
 - ``cl_body`` int64 (nc, 2): bodies a and b of each closure (-1: ground)
 - ``cl_X`` float64 (nc, 2, 4, 3): placements of frames A and B on those bodies
-- ``row_int`` int64 (m, 2): closure index and kind (0 translation, 1 rotation) of
-  each constraint row; ``row_vec`` float64 (m, 2, 3): its vectors u (frame A) and
-  w (frame B), see ``loopdyn.model.closures``
+- ``row_int`` int64 (m, 6): closure index and kind (0 translation, 1 rotation,
+  2 coupling) of each constraint row, then for a coupling the v indices of joints a
+  and b and their q indices (-1 otherwise); ``row_vec`` float64 (m, 2, 3): its
+  vectors u (frame A) and w (frame B), for a coupling (ratio, offset) in
+  ``row_vec[r, 0, :2]``; see ``loopdyn.model.closures``
+
+Kernels do not read these arrays from the ``Model`` but from the packed buffer of
+a ``Data`` (``model.create_data()``, ``loopdyn.model.layout``), which holds a copy.
 """
 
 from dataclasses import dataclass
@@ -25,9 +30,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from loopdyn.errors import ModelError
-from loopdyn.kernels.spatial import spatial_inertia
-from loopdyn.model.closures import KINDS, ClosureSpec
-from loopdyn.model.joints import FREE, JOINT_NAMES, JOINT_NQ, JOINT_NV, SPHERICAL, Joint
+from loopdyn.model.closures import COUPLING, KINDS, ClosureSpec, CouplingSpec
+from loopdyn.model.joints import (
+    FREE,
+    JOINT_NAMES,
+    JOINT_NQ,
+    JOINT_NV,
+    PRISMATIC,
+    REVOLUTE,
+    SPHERICAL,
+    Joint,
+)
 
 GROUND = "ground"
 
@@ -36,6 +49,27 @@ def _readonly(a):
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
     return a
+
+
+def skew(x):
+    """[x]× as a 3×3 array."""
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+def spatial_inertia(mass, com, inertia_com):
+    """6×6 spatial inertia about a frame's origin, ``[angular; linear]`` ordering.
+
+    ``mass`` (kg), ``com`` (3,) centre of mass and ``inertia_com`` (3, 3) rotational
+    inertia about the centre of mass, both in that frame.  Returns
+    [[Ic + m [c]×[c]×ᵀ, m [c]×], [m [c]×ᵀ, m 1]].
+    """
+    C = skew(np.asarray(com, dtype=float))
+    out = np.zeros((6, 6))
+    out[:3, :3] = np.asarray(inertia_com, dtype=float) + mass * C @ C.T
+    out[:3, 3:] = mass * C
+    out[3:, :3] = mass * C.T
+    out[3:, 3:] = mass * np.eye(3)
+    return out
 
 
 def rotation_from(rotation=None, rpy=None, what="placement"):
@@ -125,6 +159,7 @@ class Model:
 
     def __init__(self, name, bodies, frames, gravity, planar, closures=()):
         self.name = name
+        self._specs = (tuple(bodies), tuple(frames))
         self.planar = bool(planar)
         nb = len(bodies)
         self.nbodies = nb
@@ -186,7 +221,6 @@ class Model:
         self.frame_body = _readonly(fb)
         self.frame_X = _readonly(fX)
         self._init_closures(closures)
-        self._pack()
         self.q0 = _readonly(self.neutral())
         self.description = name
         self._data = None
@@ -199,21 +233,27 @@ class Model:
         self._closure_index = {c.name: k for k, c in enumerate(closures)}
         cl_body = np.zeros((nc, 2), dtype=np.int64)
         cl_X = np.zeros((nc, 2, 4, 3))
+        cl_X[:, :, :3] = np.eye(3)
         rows = []
         slices = []
         for k, c in enumerate(closures):
-            for side, fname in enumerate((c.frame_a, c.frame_b)):
-                fi = self.frame_index(fname)
-                cl_body[k, side] = self.frame_body[fi]
-                cl_X[k, side] = self.frame_X[fi]
-            r = c.rows(self.planar)
+            if isinstance(c, CouplingSpec):
+                r = [self._coupling_row(k, c)]
+            else:
+                for side, fname in enumerate((c.frame_a, c.frame_b)):
+                    fi = self.frame_index(fname)
+                    cl_body[k, side] = self.frame_body[fi]
+                    cl_X[k, side] = self.frame_X[fi]
+                r = [(kind, u, w, (-1, -1, -1, -1)) for kind, u, w in c.rows(self.planar)]
+            if isinstance(c, CouplingSpec):
+                cl_body[k] = (self._joint_body(c.joint_a), self._joint_body(c.joint_b))
             slices.append(slice(len(rows), len(rows) + len(r)))
-            rows.extend((k, kind, u, w) for kind, u, w in r)
+            rows.extend((k, *x) for x in r)
         m = len(rows)
-        row_int = np.zeros((m, 2), dtype=np.int64)
+        row_int = np.zeros((m, 6), dtype=np.int64)
         row_vec = np.zeros((m, 2, 3))
-        for j, (k, kind, u, w) in enumerate(rows):
-            row_int[j] = (k, kind)
+        for j, (k, kind, u, w, idx) in enumerate(rows):
+            row_int[j] = (k, kind, *idx)
             row_vec[j, 0] = u
             row_vec[j, 1] = w
         self.nc, self.m = nc, m
@@ -223,20 +263,37 @@ class Model:
         self.row_int = _readonly(row_int)
         self.row_vec = _readonly(row_vec)
 
-    def _pack(self):
-        """Move the kernels' arrays into two buffers (``mi``, ``mf``) described by ``mlay``."""
-        from loopdyn.kernels.layout import Arena, model_specs
+    def _joint_body(self, name):
+        """Index of the body moved by joint ``name`` (a joint or a body name)."""
+        i = self._joint_index.get(name)
+        return self.body_index(name) if i is None else i
 
-        ints, floats = model_specs(self.nbodies, self.nc, self.m)
-        ai, af = Arena(np.int64, ints), Arena(np.float64, floats)
-        for arena in (ai, af):
-            for name, view in arena.views.items():
-                view[...] = getattr(self, name)
-                view.setflags(write=False)
-                setattr(self, name, view)
-        self.mi, self.mf = _readonly(ai.buf), _readonly(af.buf)
-        lay = [self.nbodies, self.nc, self.m, *ai.offsets[:-1], *af.offsets[:-1], self.nq, self.nv]
-        self.mlay = _readonly(np.array(lay, dtype=np.int64))
+    def _coupling_row(self, k, c):
+        """(kind, (ratio, offset, 0), 0, (v_a, v_b, q_a, q_b)) of coupling ``c``."""
+        idx = []
+        for j in (c.joint_a, c.joint_b):
+            i = self._joint_body(j)
+            if int(self.topo[i, 1]) not in (REVOLUTE, PRISMATIC):
+                raise ModelError(
+                    f"coupling {c.name!r}: joint {j!r} is {self.joint_types[i]}; a coupling "
+                    "relates two 1-DOF joints (revolute or prismatic)"
+                )
+            idx.append(i)
+        a, b = idx
+        if a == b:
+            raise ModelError(
+                f"coupling {c.name!r}: joint_a and joint_b are the same joint {c.joint_a!r}"
+            )
+        t = self.topo
+        return (COUPLING, np.array([c.ratio, c.offset, 0.0]), np.zeros(3),
+                (int(t[a, 3]), int(t[b, 3]), int(t[a, 2]), int(t[b, 2])))  # fmt: skip
+
+    def spanning_tree(self):
+        """The same bodies, joints and frames without the closures (a tree ``Model``)."""
+        bodies, frames = self._specs
+        tree = Model(f"{self.name}_tree", bodies, frames, self.gravity, self.planar)
+        tree.q0 = self.q0
+        return tree
 
     def closure_index(self, name):
         """Index of closure ``name``; ModelError if unknown."""
@@ -247,15 +304,6 @@ class Model:
             raise ModelError(
                 f"{self.name}: unknown closure {name!r}; closures are {known}"
             ) from None
-
-    @property
-    def dof(self):
-        """Degrees of freedom nv - rank(J) at ``q0`` (nv for a tree)."""
-        if self.m == 0:
-            return self.nv
-        from loopdyn.kinematics.closures import constraint_rank
-
-        return self.nv - constraint_rank(self, self.q0).rank
 
     # ------------------------------------------------------------------ lookup
     def body_index(self, name):
@@ -332,77 +380,19 @@ class Model:
 
     def create_data(self):
         """A fresh preallocated workspace for the kernels (one per thread)."""
+        from loopdyn.model.data import Data
+
         return Data(self)
 
     @property
     def data(self):
         """The model's default workspace, used when no ``data`` is passed (not thread-safe)."""
         if self._data is None:
-            self._data = Data(self)
+            self._data = self.create_data()
         return self._data
 
     def __repr__(self):
         return f"<loopdyn.Model {self.name!r}: {self.nbodies} bodies, nq={self.nq}, nv={self.nv}>"
-
-
-class Data:
-    """Preallocated workspace of a model; kernels write here and allocate nothing.
-
-    - ``Xrel`` (nb, 4, 3): pose of each body in its parent body frame ([:3] rotation, [3] origin)
-    - ``Xw`` (nb, 4, 3): pose of each body in the world frame
-    - ``S`` (nb, 6, 6): joint motion subspaces, body frame (first nv_j columns used)
-    - ``vec6`` (nb, 10, 6): per-body spatial vectors, body frame: rows ``V`` velocity,
-      ``A`` acceleration, ``C`` velocity-product acceleration, ``F`` force / bias
-      force, ``U6`` ABA's ``u``, ``CJ`` joint bias Ṡq̇, ``PJ`` joint translation,
-      ``VJ`` joint velocity S q̇, and two scratch rows
-    - ``mat6`` (nb, 4, 6, 6): per-body 6×6 blocks: ``IA`` articulated/composite
-      inertia, ``U`` = IA S, ``DINV`` = (Sᵀ IA S)⁻¹, scratch
-    - ``tmp33`` (3, 3, 3): scratch for joint kinematics
-    - ``closure``: Φ, J, γ and their scratch (``loopdyn.kinematics.closures``); ``dyn``: the
-      multiplier methods' M, φ, KKT matrix, ... (``loopdyn.methods``)
-
-    All float arrays are views of one buffer ``df`` laid out by ``dlay``
-    (``loopdyn.kernels.layout``), so entry kernels take a handful of arguments.
-    """
-
-    V, A, C, F, U6, CJ, PJ, VJ, T1, T2 = range(10)
-    IA, U, DINV, TM = range(4)
-
-    def __init__(self, model):
-        from loopdyn.kernels.layout import Arena, context_ints, data_specs
-
-        nb = max(model.nbodies, 1)
-        nc1, m1, m, nv = max(model.nc, 1), max(model.m, 1), model.m, model.nv
-        arena = Arena(np.float64, data_specs(nb, nc1, m1, m, nv), lead=model.mf.size)
-        v = arena.views
-        self.df = arena.buf  # every float workspace below is a view of this buffer
-        self.dlay = np.array([nb, nc1, m1, m, nv, *arena.offsets[:-1]], dtype=np.int64)
-        # the context of the fast entries (loopdyn.kernels.layout): model floats copied ahead of df
-        self.fctx = arena.whole
-        self.fctx[: model.mf.size] = model.mf
-        self.ictx = context_ints(model, self.dlay)
-        # forward dynamics' caches (loopdyn.methods.dynamics): closure rank, bound method entries
-        self.rank_info = None
-        self.bound_kernels = {}
-        self.Xrel, self.Xw, self.S = v["Xrel"], v["Xw"], v["S"]
-        self.vec6, self.mat6, self.tmp33 = v["vec6"], v["mat6"], v["tmp33"]
-        self.fext_zero = np.zeros((0, 6))
-        self.model = model
-        # closure kinematics (loopdyn.kinematics.closures) and multiplier methods (loopdyn.methods)
-        self.closure = _Workspace(cw=v["cw"], rw=v["rw"], Phi=v["Phi"], J=v["J"], gamma=v["gamma"])
-        self.piv = np.zeros(nv + m, dtype=np.int64)
-        self.dyn = _Workspace(
-            M=v["M"], phi=v["phi"], zeros_nv=v["zeros_nv"], K=v["K"], rhs=v["rhs"],
-            piv=self.piv, Y=v["Y"], Sm=v["Sm"], x=v["x"], lam=v["lam"], fext=v["fext"],
-            fext_none=self.fext_zero,
-        )  # fmt: skip
-
-
-class _Workspace:
-    """A named group of workspace arrays (attributes)."""
-
-    def __init__(self, **arrays):
-        self.__dict__.update(arrays)
 
 
 class ModelBuilder:
@@ -529,6 +519,29 @@ class ModelBuilder:
         self._closures.append(spec)
         return name
 
+    def add_coupling(self, joint_a, joint_b, ratio, offset=0.0, *, name=None):
+        """Couple two 1-DOF joints: q_b = ratio · q_a + offset (gears, belts, mimic joints).
+
+        ``joint_a``, ``joint_b``: joint (or body) names of revolute or prismatic
+        joints of the tree; ``ratio`` and ``offset`` finite numbers.  Adds one
+        closure row Φ = q_b - ratio q_a - offset, usable by every method; its
+        multiplier is the joint force on b (and -ratio times it on a).  ``name``
+        defaults to ``"coupling_<joint_b>"``.  Returns the name.
+        """
+        name = f"coupling_{joint_b}" if name is None else name
+        if name in self._names or any(c.name == name for c in self._closures):
+            raise ModelError(f"model {self.name!r}: duplicate name {name!r}")
+        try:
+            ratio, offset = float(ratio), float(offset)
+        except (TypeError, ValueError):
+            raise ModelError(
+                f"coupling {name!r}: ratio and offset must be numbers, got {ratio!r}, {offset!r}"
+            ) from None
+        if not (np.isfinite(ratio) and np.isfinite(offset)):
+            raise ModelError(f"coupling {name!r}: ratio and offset must be finite")
+        self._closures.append(CouplingSpec(name, joint_a, joint_b, ratio, offset))
+        return name
+
     def set_q0(self, q0):
         """Reference configuration stored as ``model.q0`` (catalog: a consistent one)."""
         self._q0 = np.array(q0, dtype=float)
@@ -588,7 +601,13 @@ class ModelBuilder:
             if f.body != GROUND and f.body not in names:
                 raise ModelError(f"frame {f.name!r}: unknown body {f.body!r}")
         frame_body = {f.name: f.body for f in self._frames}
+        joints = {b.joint_name for b in order} | names
         for c in self._closures:
+            if isinstance(c, CouplingSpec):
+                for j in (c.joint_a, c.joint_b):
+                    if j not in joints:
+                        raise ModelError(f"coupling {c.name!r}: unknown joint {j!r}")
+                continue
             for fname in (c.frame_a, c.frame_b):
                 if fname not in frame_body:
                     raise ModelError(
@@ -613,4 +632,4 @@ def _default_joint():
     return Revolute("z")
 
 
-__all__ = ["GROUND", "Data", "Model", "ModelBuilder"]
+__all__ = ["GROUND", "Model", "ModelBuilder"]

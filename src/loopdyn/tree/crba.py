@@ -1,62 +1,58 @@
 """Composite-rigid-body algorithm for the joint-space inertia matrix (RBDA Table 6.2).
 
-The kernel indexes ``Data``'s arrays directly, moves composite inertias with the
-rigid-body transform (10 parameters, ``spatial.rigid_inertia_to_parent_add``),
-keeps the force F = Ic S_k in registers while it walks up the tree, and skips
-the exact-zero block of ``S``.
+Composite inertias are moved with the rigid-body transform (10 parameters,
+``spatial.rigid_inertia_to_parent_add``); the force F = Ic S_k is kept in
+registers while it walks up the tree; the exact-zero block of ``S`` is skipped.
 """
 
 from numba import njit
 
+from loopdyn.kernels.joints import joint_pose, s_block
 from loopdyn.kernels.spatial import force_to_parent_at, rigid_inertia_to_parent_add
-from loopdyn.kinematics.frames import body_pose, s_block
-
-_IA = 0
-_T1 = 8  # scratch row of Data.vec6
 
 
 @njit(cache=True)
-def crba_kernel(topo, jgeom, inertia, q, Xrel, S, vec6, mat6, tmp33, M):
+def crba_kernel(m, d, q, M):
     """Fill ``M`` (nv × nv) with the mass matrix M(q).
 
-    Composite inertias ``Ic`` (body frame) are accumulated leaf to root; block
-    (i, j) is nonzero only when j is an ancestor of i (or i itself), and only those
-    blocks are visited, so the cost is O(n·depth) and M's zeros are exact.
-    ``mat6[:, 0]`` is left holding the composite inertias.
+    Block (i, j) is non-zero only when j is an ancestor of i (or i itself); only
+    those blocks are visited, so the cost is O(n·depth) and M's zeros are exact.
+    Left in ``d``: ``Xrel``, ``S`` and the composite inertias in ``IA``.
     """
-    for i in range(topo.shape[0]):
-        body_pose(i, topo, jgeom, q, Xrel, S, vec6, tmp33)
-    crba_from_poses(topo, inertia, Xrel, S, vec6, mat6, M)
+    for i in range(m.nb):
+        joint_pose(m, d, i, q)
+    crba_from_poses(m, d, M)
 
 
 @njit(cache=True)
-def crba_from_poses(topo, inertia, Xrel, S, vec6, mat6, M):
-    """``crba_kernel`` when the poses ``Xrel`` and ``S`` are already in the workspace."""
-    nb = topo.shape[0]
-    for i in range(nb):
+def crba_from_poses(m, d, M):
+    """``crba_kernel`` when ``Xrel`` and ``S`` are already in ``d``."""
+    topo, inertia, Xrel, S, Ic = m.topo, m.inertia, d.Xrel, d.S, d.IA
+    for i in range(m.nb):
         for r in range(6):
             for c in range(6):
-                mat6[i, _IA, r, c] = inertia[i, r, c]
+                Ic[i, r, c] = inertia[i, r, c]
     M[:, :] = 0.0
-    for i in range(nb - 1, -1, -1):
+    for i in range(m.nb - 1, -1, -1):
         lam = topo[i, 0]
         if lam >= 0:
-            rigid_inertia_to_parent_add(Xrel[i, :3], Xrel[i, 3], mat6[i, _IA], mat6[lam, _IA])
-    for i in range(nb):
+            rigid_inertia_to_parent_add(Xrel[i, :3], Xrel[i, 3], Ic[i], Ic[lam])
+    for i in range(m.nb):
         iv = topo[i, 3]
         nvj = topo[i, 5]
         b0, bn = s_block(topo[i, 1])
         for k in range(nvj):
             # F = Ic S_k
-            for r in range(6):
-                s = 0.0
-                for c in range(b0, b0 + bn):
-                    s += mat6[i, _IA, r, c] * S[i, c, k]
-                vec6[i, _T1, r] = s
-            F = (
-                vec6[i, _T1, 0], vec6[i, _T1, 1], vec6[i, _T1, 2],
-                vec6[i, _T1, 3], vec6[i, _T1, 4], vec6[i, _T1, 5],
-            )  # fmt: skip
+            f0 = f1 = f2 = f3 = f4 = f5 = 0.0
+            for c in range(b0, b0 + bn):
+                s = S[i, c, k]
+                f0 += Ic[i, 0, c] * s
+                f1 += Ic[i, 1, c] * s
+                f2 += Ic[i, 2, c] * s
+                f3 += Ic[i, 3, c] * s
+                f4 += Ic[i, 4, c] * s
+                f5 += Ic[i, 5, c] * s
+            F = (f0, f1, f2, f3, f4, f5)
             # diagonal block: upper triangle, mirrored, so M is exactly symmetric
             for kk in range(k, nvj):
                 s = 0.0

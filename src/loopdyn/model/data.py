@@ -1,0 +1,46 @@
+"""``Data``: the preallocated workspace of a model, in one packed buffer.
+
+Every kernel reads and writes a ``Data``; nothing is allocated per call.  The
+buffer ``ctx`` and the meaning of every field are described in
+``loopdyn.model.layout``; each field is an attribute here (a numpy view of
+``ctx``), e.g. ``data.Xw`` (world poses), ``data.V`` (body velocities),
+``data.J`` (closure Jacobian).  One ``Data`` per thread.
+"""
+
+import numpy as np
+
+from loopdyn.model.layout import H_NROWS, allocate
+
+
+class Data:
+    """Preallocated workspace of ``model`` (``model.create_data()``).
+
+    Attributes: ``ctx`` (the packed float64 buffer handed to the compiled
+    entries), ``model``, one numpy view per field of ``loopdyn.model.layout``
+    (``Xrel``, ``Xw``, ``S``, ``V``, ``A``, ``C``, ``F``, ``pA``, ``u``, ``IA``,
+    ``U``, ``Dinv``, ``Phi``, ``J``, ``gamma``, ``M``, ...), and the caches of
+    ``ld.forward_dynamics``: ``rank_info`` (independent closure rows at the last
+    re-detection), ``plans`` (per-method symbolic plans) and ``bound`` (per-method
+    entries bound to this Data).
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.ctx, views = allocate(model)
+        self.__dict__.update(views)
+        self._head = self.ctx[:8].view(np.int64)
+        self.fext_zero = np.zeros((0, 6))
+        self.rank_info = None
+        self.plans = {}
+        self.bound = {}
+
+    def set_rows(self, rows):
+        """Make ``rows`` (sorted closure row indices) the independent set the methods use."""
+        n = len(rows)
+        self.rows[:n] = rows
+        self._head[H_NROWS] = n
+
+    @property
+    def nrows(self):
+        """Number of independent closure rows the methods currently use."""
+        return int(self._head[H_NROWS])

@@ -1,0 +1,92 @@
+"""The numba internals loopdyn relies on (``loopdyn.kernels.numba_internals``).
+
+If a numba release changes one of them, these tests fail with a message that says
+which, instead of loopdyn silently getting slower or wrong.
+"""
+
+import timeit
+
+import numpy as np
+import pytest
+from numba import njit, types
+
+from loopdyn.kernels import numba_internals as ni
+
+
+def test_entries_compile_without_reference_counting():
+    from loopdyn.methods import augmented
+
+    k = augmented.ENTRY.compile()
+    assert k.targetoptions.get("_nrt") is False, (
+        "numba no longer keeps the _nrt=False option of loopdyn's entries"
+    )
+
+
+def test_block_views_share_memory_and_reinterpret_ints():
+    @njit
+    def views(buf):
+        a = ni.block(buf, 2, (2, 3))
+        b = ni.block_int(buf, 0, 2)
+        return a, b
+
+    buf = np.arange(10.0)
+    buf[:2].view(np.int64)[:] = (7, -3)
+    a, b = views(buf)
+    np.testing.assert_array_equal(a, np.arange(2.0, 8.0).reshape(2, 3))
+    assert b.dtype == np.int64 and list(b) == [7, -3]
+    a[0, 0] = 42.0
+    assert buf[2] == 42.0
+
+
+def test_as_input_retypes_without_copy():
+    @njit
+    def f(x):
+        y = ni.as_input(x)
+        return y[1] + y.shape[0]
+
+    x = np.arange(3.0)
+    assert f(x) == 4.0
+    (sig,) = f.nopython_signatures
+    assert sig.args[0] == types.float64[::1]
+
+
+def test_entry_accepts_every_float64_vector_and_refuses_the_rest_cheaply():
+    @ni.entry
+    def kernel(ctx, q, out):
+        out[0] = q[0] + q[q.shape[0] - 1] + ctx[0]
+        return 1.0
+
+    e = ni.Entry(kernel, types.float64, ni.BUF, ni.IN, ni.OUT)
+    ctx, out = np.zeros(1), np.zeros(1)
+    c = np.arange(4.0)
+    ro = c.copy()
+    ro.setflags(write=False)
+    for q in (c, ro, np.arange(8.0)[::2], c[::-1]):
+        assert e.call(ctx, q, out) == 1.0
+        assert out[0] == q[0] + q[-1]
+    (sig,) = e.kernel.nopython_signatures
+    assert sig.args == e.signature.args  # nothing else was compiled
+    for bad in ([1.0, 2.0], np.arange(4), np.arange(4.0, dtype=np.float32)):
+        with pytest.raises(TypeError):
+            e.call(ctx, bad, out)
+
+    def refused():
+        try:
+            e.call(ctx, [1.0, 2.0], out)
+        except TypeError:
+            pass
+
+    per_call = min(timeit.repeat(refused, number=200, repeat=3)) / 200
+    # numba's own explanation types every argument in Python (~100 µs); the refusal
+    # is a raise (~1 µs).  A generous bound: this is a check of the hook, not a timing.
+    assert per_call < 20e-6, f"refusing a list took {per_call * 1e6:.0f} µs: the hook is gone"
+
+
+def test_loopdyn_kernels_are_cached_against_the_whole_package_source():
+    """A kernel's disk cache is stamped with every loopdyn source file: editing a callee
+    in another file can no longer leave a caller running the old code."""
+    from loopdyn.tree.aba import aba_kernel
+
+    locator = aba_kernel._cache._impl._locator
+    assert type(locator).__module__ == ni.__name__, type(locator)
+    assert locator.get_source_stamp() == ni._package_stamp()
