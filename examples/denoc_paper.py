@@ -76,7 +76,7 @@ class MinimalModel:
         """Every joint rate from the actuated ones, eqs. (11b)/(12b)."""
         K = denoc.kinematics(self.model, q, v)
         out = np.array(v)
-        for l, leg in enumerate(K.structure.ps.legs):
+        for l, leg in enumerate(K.layout.ps.legs):
             for c, col in enumerate(leg.columns):
                 if not col.closure:
                     out[col.v] = K.rates[l][c]

@@ -1,8 +1,10 @@
 """Saha & Schiehlen's DeNOC method: structure detection, kinematics, inverse and forward dynamics.
 
-The oracle is the dense augmented (KKT) solve and the generic closed-loop inverse
-dynamics (``ld.inverse_dynamics``); the dense DeNOC matrices and the tree's own
-kinematics (``ld.forward_kinematics``, ``ld.crba``) check the recursions.
+``ld.forward_dynamics(..., method="denoc")`` and ``ld.inverse_dynamics(...,
+method="denoc")``, and the minimal-coordinate ``denoc.run`` / ``denoc.inverse``.  The
+oracles are the dense augmented (KKT) solve (q̈ and λ) and the generic closed-loop
+inverse dynamics; the dense DeNOC matrices and the tree's own kinematics
+(``ld.forward_kinematics``, ``ld.crba``) check the recursions.
 """
 
 import numpy as np
@@ -70,35 +72,71 @@ def test_structure_legs_of_the_spatial_models():
         assert leg.k == 0 and len(leg.columns) == 5
 
 
+def _fd(model, q, v, tau, data=None):
+    """DeNOC's forward dynamics, checked to be DeNOC's own result (no fallback)."""
+    res = ld.forward_dynamics(model, q, v, tau, method="denoc", data=data)
+    assert res.method == "denoc"
+    return res
+
+
+def _assert_same(res, ref, tol=1e-10):
+    """q̈ and λ of ``res`` equal the augmented oracle's, relative to their largest entries."""
+    np.testing.assert_allclose(res.qdd, ref.qdd, rtol=0, atol=tol * np.abs(ref.qdd).max())
+    np.testing.assert_allclose(res.lam, ref.lam, rtol=0, atol=tol * max(1.0, np.abs(ref.lam).max()))
+
+
 @pytest.mark.parametrize("name", list(PARALLEL))
 def test_forward_dynamics_equals_augmented(name):
-    """q̈ of every tree coordinate equals the augmented oracle's to 1e-10 (τ on every joint)."""
+    """q̈ of every tree coordinate and λ of every closure row equal the augmented oracle's to
+    1e-10 (τ on every joint)."""
     model = _model(name)
     for q, v, tau in _states(model, 4, 0):
-        ref = ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
-        qdd = denoc.run(model, q, v, tau)
-        np.testing.assert_allclose(qdd, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
+        ref = ld.forward_dynamics(model, q, v, tau, method="augmented")
+        res = _fd(model, q, v, tau)
+        _assert_same(res, ref)
+        assert res.rank == ref.rank and res.condition >= 1.0
         _, J, gamma = ld.constraints(model, q, v)
-        np.testing.assert_allclose(J @ qdd, gamma, atol=1e-9 * (1 + np.abs(qdd).max()))
+        np.testing.assert_allclose(J @ res.qdd, gamma, atol=1e-9 * (1 + np.abs(res.qdd).max()))
+        # the strict call gives the same accelerations
+        np.testing.assert_array_equal(denoc.run(model, q, v, tau), res.qdd)
 
 
 @pytest.mark.parametrize("name", list(PARALLEL))
 def test_inverse_dynamics(name):
-    """IDA equals ld.inverse_dynamics and inverts the forward dynamics (round trip)."""
+    """IDA equals the generic inverse dynamics (u and λ) and inverts the forward dynamics."""
     model = _model(name)
     rng = np.random.default_rng(1)
     for q, v, _ in _states(model, 3, 1):
         tau = np.zeros(model.nv)
         tau[model.actuated] = rng.normal(size=model.actuated.size)
-        qdd = denoc.run(model, q, v, tau)
-        u = denoc.inverse(model, q, v, qdd)
-        np.testing.assert_allclose(u, tau[model.actuated], rtol=0, atol=1e-10)
+        fd = _fd(model, q, v, tau)
+        inv = ld.inverse_dynamics(model, q, v, fd.qdd, method="denoc")
+        np.testing.assert_allclose(inv.u, tau[model.actuated], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(inv.tau, tau, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(inv.lam, fd.lam, rtol=0, atol=1e-10 * np.abs(fd.lam).max())
         # the generic closed-loop inverse dynamics, at the scale of the generalized forces
-        scale = max(1.0, np.abs(ld.rnea(model, q, v, qdd)).max())
-        ref = ld.inverse_dynamics(model, q, v, qdd).u
-        np.testing.assert_allclose(u, ref, rtol=0, atol=1e-10 * scale)
-        again = denoc.run(model, q, v, np.bincount(model.actuated, u, model.nv))
-        np.testing.assert_allclose(again, qdd, rtol=0, atol=1e-10 * np.abs(qdd).max())
+        scale = max(1.0, np.abs(ld.rnea(model, q, v, fd.qdd)).max())
+        ref = ld.inverse_dynamics(model, q, v, fd.qdd)
+        np.testing.assert_allclose(inv.u, ref.u, rtol=0, atol=1e-10 * scale)
+        np.testing.assert_allclose(inv.lam, ref.lam, rtol=0, atol=1e-10 * scale)
+        assert inv.residual < 1e-10 * scale and inv.constraint_error < 1e-10 * scale
+        assert not inv.over_actuated
+        again = _fd(model, q, v, inv.tau)
+        np.testing.assert_allclose(again.qdd, fd.qdd, rtol=0, atol=1e-10 * np.abs(fd.qdd).max())
+
+
+def test_inverse_dynamics_of_a_motion_that_violates_the_closures():
+    model = _model("five_bar")
+    (q, v, tau), *_ = _states(model, 1, 8)
+    qdd = _fd(model, q, v, tau).qdd
+    bad = qdd.copy()
+    bad[1] += 1.0  # an unactuated acceleration off the closures
+    with pytest.raises(ld.ActuationError, match="violates the closures"):
+        ld.inverse_dynamics(model, q, v, bad, method="denoc")
+    with pytest.raises(ValueError, match="model's own actuated"):
+        ld.inverse_dynamics(model, q, v, qdd, actuated=[0], method="denoc")
+    with pytest.raises(ValueError, match="unknown method"):
+        ld.inverse_dynamics(model, q, v, qdd, method="dense")
 
 
 @pytest.mark.parametrize("name", list(PARALLEL))
@@ -131,7 +169,7 @@ def test_rates_and_platform_twist(name):
     model = _model(name)
     for q, v, _ in _states(model, 2, 3):
         K = denoc.kinematics(model, q, v)
-        ps = K.structure.ps
+        ps = K.layout.ps
         for l, leg in enumerate(ps.legs):
             for c, col in enumerate(leg.columns):
                 if not col.closure:
@@ -141,8 +179,8 @@ def test_rates_and_platform_twist(name):
             d = ld.forward_kinematics(model, q, v, data=model.create_data())
             b = model.body_index(ps.platform)
             R, o = d.Xw[b, :3], d.Xw[b, 3]
-            w = R @ d.vec6[b, 0, :3]
-            ve = R @ d.vec6[b, 0, 3:] + np.cross(w, K.E - o)
+            w = R @ d.V[b, :3]
+            ve = R @ d.V[b, 3:] + np.cross(w, K.E - o)
             np.testing.assert_allclose(K.te, np.r_[w, ve], atol=1e-10)
 
 
@@ -153,7 +191,7 @@ def test_denoc_matrices(name):
     model = _model(name)
     (q, v, _), *_ = _states(model, 1, 4)
     D = denoc.denoc_matrices(model, q)
-    st = denoc.structure(model)
+    st = denoc.layout(model)
     t = D.N @ v[model.actuated]
     d = ld.forward_kinematics(model, q, v, data=model.create_data())
     for c in range(len(st.columns)):
@@ -162,9 +200,9 @@ def test_denoc_matrices(name):
             continue
         b = model.body_index(st.ps.slots[sl][0])
         R, o = d.Xw[b, :3], d.Xw[b, 3]
-        w = R @ d.vec6[b, 0, :3]
+        w = R @ d.V[b, :3]
         np.testing.assert_allclose(
-            t[6 * c : 6 * c + 6], np.r_[w, R @ d.vec6[b, 0, 3:] + np.cross(w, D.E - o)], atol=1e-10
+            t[6 * c : 6 * c + 6], np.r_[w, R @ d.V[b, 3:] + np.cross(w, D.E - o)], atol=1e-10
         )
     I = denoc.generalized_inertia_matrix(model, q)
     np.testing.assert_allclose(D.N.T @ D.M @ D.N, I, atol=1e-12 * np.abs(I).max())
@@ -182,10 +220,8 @@ def test_segmented_legs_and_welded_bodies():
         ps = ld.parallel_structure(model)
         assert all(isinstance(b, tuple) and len(b) > 1 for g in ps.legs for b in g.bodies)
         for q, v, tau in _states(model, 2, 5):
-            ref = ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
-            np.testing.assert_allclose(
-                denoc.run(model, q, v, tau), ref, rtol=0, atol=1e-10 * np.abs(ref).max()
-            )
+            ref = ld.forward_dynamics(model, q, v, tau, method="augmented")
+            _assert_same(_fd(model, q, v, tau), ref)
 
 
 def _passive_leg_mechanism(extra_actuated=False):
@@ -219,27 +255,68 @@ def test_leg_without_actuator():
     assert ps.platform == "platform" and len(ps.legs) == 3 and ps.dof == 2
     assert ps.legs[2].k is None and ps.legs[2].actuated is None
     for q, v, tau in _states(model, 3, 6):
-        ref = ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
-        np.testing.assert_allclose(
-            denoc.run(model, q, v, tau), ref, rtol=0, atol=1e-10 * np.abs(ref).max()
-        )
-        u = denoc.inverse(model, q, v, ref)
-        scale = max(1.0, np.abs(ld.rnea(model, q, v, ref)).max())
-        tau_act = tau[model.actuated]
-        # τ on the unactuated joints is part of the motion: remove it before comparing
-        np.testing.assert_allclose(
-            u, ld.inverse_dynamics(model, q, v, ref).u, rtol=0, atol=1e-10 * scale
-        )
-        assert u.shape == tau_act.shape
+        ref = ld.forward_dynamics(model, q, v, tau, method="augmented")
+        _assert_same(_fd(model, q, v, tau), ref)
+        inv = ld.inverse_dynamics(model, q, v, ref.qdd, method="denoc")
+        gen = ld.inverse_dynamics(model, q, v, ref.qdd)
+        scale = max(1.0, np.abs(ld.rnea(model, q, v, ref.qdd)).max())
+        # τ on the unactuated joints is part of the motion: the actuators alone differ
+        np.testing.assert_allclose(inv.u, gen.u, rtol=0, atol=1e-10 * scale)
+        np.testing.assert_allclose(inv.lam, gen.lam, rtol=0, atol=1e-10 * scale)
+        assert inv.u.shape == tau[model.actuated].shape
 
 
-def test_only_the_actuated_rates_are_read():
+def test_an_inconsistent_velocity_is_not_accepted():
+    """DeNOC computes the unactuated rates from the actuated ones (11b)/(12b); with
+    inconsistent unactuated entries of v its q̈ fails the acceptance check J q̈ = γ(q, v),
+    so ld.forward_dynamics falls back to the augmented solve of the given state and
+    the minimal-coordinate ``denoc.run`` reads the actuated rates only."""
     model = _model("three_rrr")
     (q, v, tau), *_ = _states(model, 1, 7)
     w = np.array(v)
     free = np.setdiff1d(np.arange(model.nv), model.actuated)
-    w[free] += 1.0  # inconsistent unactuated rates: recomputed by (11b)/(12b)
-    np.testing.assert_array_equal(denoc.run(model, q, w, tau), denoc.run(model, q, v, tau))
+    w[free] += 1.0
+    res = ld.forward_dynamics(model, q, w, tau, method="denoc")
+    assert res.method == "augmented"
+    ref = ld.forward_dynamics(model, q, w, tau, method="augmented")
+    np.testing.assert_array_equal(res.qdd, ref.qdd)
+    # the next consistent call is DeNOC's again (actuator forces only, for the inverse)
+    tau = np.where(np.isin(np.arange(model.nv), model.actuated), tau, 0.0)
+    good = _fd(model, q, v, tau)
+    np.testing.assert_allclose(denoc.complete_rates(model, q, w), v, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(denoc.run(model, q, w, tau), good.qdd, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        denoc.inverse(model, q, w, good.qdd), tau[model.actuated], rtol=0, atol=1e-10
+    )
+
+
+def _four_bar_3d():
+    """The four-bar with spatial closure rows (3 translations, 2 rotations): planar motion,
+    so three of its five rows are redundant and dropped by the rank detection."""
+    b = ld.ModelBuilder("four_bar_3d", gravity=(0, -9.81, 0))
+    b.add_body("crank", "ground", ld.Revolute("z"), actuated=True, **rod(1.5, 0.3))
+    b.add_body("coupler", "crank", ld.Revolute("z"), xyz=(0.3, 0, 0), **rod(5.0, 1.0))
+    b.add_body("rocker", "ground", ld.Revolute("z"), xyz=(1.0, 0, 0), **rod(3.0, 0.6))
+    b.add_frame("coupler_tip", "coupler", xyz=(1.0, 0, 0))
+    b.add_frame("rocker_tip", "rocker", xyz=(0.6, 0, 0))
+    b.add_closure("coupler_rocker", "coupler_tip", "rocker_tip", "revolute")
+    model = b.build()
+    model.q0 = ld.examples.four_bar().q0
+    return model
+
+
+def test_redundant_rows():
+    model = _four_bar_3d()
+    assert model.m == 5 and ld.parallel_structure(model).dof == 1
+    for q, v, tau in _states(model, 3, 9):
+        ref = ld.forward_dynamics(model, q, v, tau, method="augmented")
+        res = _fd(model, q, v, tau)
+        assert res.rank == 2 and res.dropped.size == 3
+        _assert_same(res, ref)
+        inv = ld.inverse_dynamics(model, q, v, ref.qdd, method="denoc")
+        gen = ld.inverse_dynamics(model, q, v, ref.qdd)
+        np.testing.assert_allclose(inv.lam, gen.lam, rtol=0, atol=1e-10 * np.abs(gen.lam).max())
+        np.testing.assert_allclose(inv.u, gen.u, rtol=0, atol=1e-10 * np.abs(gen.u).max())
 
 
 # ----------------------------------------------------------------------------- errors
@@ -273,8 +350,36 @@ def test_error_names_the_failing_assumption(build, assumption):
     with pytest.raises(ld.ModelError, match=assumption) as err:
         ld.parallel_structure(model)
     assert "augmented" in str(err.value) and "sslm" in str(err.value)
+    z = np.zeros(model.nv)
     with pytest.raises(ld.ModelError, match=assumption):
-        denoc.run(model, model.q0, np.zeros(model.nv), np.zeros(model.nv))
+        denoc.run(model, model.q0, z, z)
+    with pytest.raises(ld.ModelError, match=assumption):
+        ld.inverse_dynamics(model, model.q0, z, z, method="denoc")
+    if model.m:  # a tree's forward dynamics is ABA whatever the method
+        with pytest.raises(ld.ModelError, match=assumption):
+            ld.forward_dynamics(model, model.q0, z, z, method="denoc")
+
+
+def test_a_weld_closure_is_refused_by_name():
+    """A five-bar whose distal link is made of two bodies, each on its own leg, welded by a
+    closure: in the class (one rigid link) but the weld's multipliers are no leg's
+    transmitted wrench, so DeNOC refuses it and names the other methods."""
+    b = ld.ModelBuilder("welded_platform", gravity=(0, -9.81, 0), planar=True)
+    b.add_body("a1", "ground", ld.Revolute("z"), actuated=True, **rod(1.0, 0.5))
+    b.add_body("b1", "a1", ld.Revolute("z"), xyz=(0.5, 0, 0), **rod(1.0, 0.5))
+    b.add_body("half1", "b1", ld.Fixed(), xyz=(0.5, 0, 0), **rod(1.0, 0.2))
+    b.add_body("a2", "ground", ld.Revolute("z"), xyz=(1.2, 0, 0), actuated=True, **rod(1.0, 0.5))
+    b.add_body("b2", "a2", ld.Revolute("z"), xyz=(0.5, 0, 0), **rod(1.0, 0.5))
+    b.add_body("half2", "b2", ld.Revolute("z"), xyz=(0.5, 0, 0), **rod(1.0, 0.2))
+    b.add_frame("h1", "half1", xyz=(0.2, 0, 0))
+    b.add_frame("h2", "half2")
+    b.add_closure("weld", "h1", "h2", "weld")
+    model = b.build()
+    model.q0 = ld.assemble(model, [1.2, -0.9, 1.8, 0.9, 0.4], fixed=[])
+    assert ld.parallel_structure(model).dof == 2
+    z = np.zeros(model.nv)
+    with pytest.raises(ld.ModelError, match=r"'weld' is a weld.*augmented"):
+        ld.forward_dynamics(model, model.q0, z, z, method="denoc")
 
 
 def test_error_paths_of_the_other_assumptions():
@@ -334,6 +439,12 @@ def test_singular_configurations_raise():
     assert np.abs(ld.closure_residual(model, q)).max() < 1e-12
     with pytest.raises(ld.SingularityError, match="condition number"):
         denoc.run(model, q, np.zeros(4), np.zeros(4))
+    # ld.forward_dynamics falls back to the augmented solve, which is regular there
+    tau = np.array([1.0, 0.0, -0.5, 0.0])
+    res = ld.forward_dynamics(model, q, np.zeros(4), tau, method="denoc")
+    assert res.method == "augmented"
+    ref = ld.forward_dynamics(model, q, np.zeros(4), tau, method="augmented")
+    np.testing.assert_array_equal(res.qdd, ref.qdd)
 
 
 def test_leg_singularity_raises():
@@ -354,10 +465,19 @@ def test_bad_input():
     model = _model("five_bar")
     q = np.array(model.q0)
     with pytest.raises(ValueError, match="shape"):
-        denoc.run(model, q[:3], np.zeros(4), np.zeros(4))
+        ld.forward_dynamics(model, q[:3], np.zeros(4), np.zeros(4), method="denoc")
+    with pytest.raises(ValueError, match="NaN"):
+        ld.forward_dynamics(model, q, np.full(4, np.nan), np.zeros(4), method="denoc")
     with pytest.raises(ValueError, match="NaN"):
         denoc.run(model, q, np.full(4, np.nan), np.zeros(4))
-    # lists and read-only arrays take the checked path and give the same answer
+    # lists, read-only and strided arrays give the same answer as the fast path
     v = np.zeros(4)
-    ref = denoc.run(model, q, v, np.ones(4))
-    np.testing.assert_array_equal(denoc.run(model, list(q), list(v), [1.0] * 4), ref)
+    ref = _fd(model, q, v, np.ones(4))
+    np.testing.assert_array_equal(
+        ld.forward_dynamics(model, list(q), list(v), [1.0] * 4, method="denoc").qdd, ref.qdd
+    )
+    tau = np.ones(8)[::2]
+    q.setflags(write=False)
+    np.testing.assert_array_equal(_fd(model, q, v, tau).qdd, ref.qdd)
+    # a workspace of its own
+    np.testing.assert_array_equal(_fd(model, q, v, tau, data=model.create_data()).qdd, ref.qdd)

@@ -11,6 +11,12 @@ forces u and the multipliers λ together:
   least-squares solution, with the residual reported;
 - under-actuated or a singular configuration: if the residual is not ~0 the
   motion cannot be produced and :class:`ActuationError` is raised.
+
+``method="denoc"``: Saha & Schiehlen's recursive inverse dynamics IDA-1..3 for the
+parallel mechanisms of ``ld.parallel_structure`` (O(n), no dense matrix): the
+actuator forces from the actuated accelerations, the multipliers from the wrenches
+the legs transmit through their cut joints (``loopdyn.methods.denoc.inverse_terms``),
+and the same residual test on the equations of motion with the given q̈.
 """
 
 from dataclasses import dataclass
@@ -38,17 +44,27 @@ class InverseDynamicsResult:
     constraint_error: float
 
 
-def inverse_dynamics(model, q, v, qdd, actuated=None, tol=1e-8, data=None):
+METHODS = ("generic", "denoc")
+
+
+def inverse_dynamics(model, q, v, qdd, actuated=None, tol=1e-8, data=None, method="generic"):
     """Actuator forces and closure multipliers producing ``qdd`` at (q, v).
 
     ``actuated``: indices into v of the driven coordinates (default
-    ``model.actuated``).  Raises :class:`ActuationError` when the actuators cannot
-    produce the motion (relative residual above ``tol``).
+    ``model.actuated``).  ``method``: ``"generic"`` (the least-squares solve of
+    [B Jᵀ] [u; λ] = M q̈ + h above, any model) or ``"denoc"`` (parallel mechanisms of
+    ``ld.parallel_structure`` with their own actuators, ``ModelError`` otherwise).
+    Raises :class:`ActuationError` when the actuators cannot produce the motion
+    (relative residual above ``tol``).
     """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
     q = configuration(model, q)
     v = vector(v, model.nv, "v", model)
     qdd = vector(qdd, model.nv, "qdd", model)
     act = model.actuated if actuated is None else np.asarray(actuated, dtype=np.int64).reshape(-1)
+    if method == "denoc":
+        return _denoc(model, q, v, qdd, act, tol, data)
     b = rnea(model, q, v, qdd, data=data)
     na = act.size
     if model.m:
@@ -66,6 +82,14 @@ def inverse_dynamics(model, q, v, qdd, actuated=None, tol=1e-8, data=None):
     rank_J = np.linalg.matrix_rank(J) if model.m else 0
     dof = model.nv - rank_J
     over = na > dof
+    _check(model, act, res, scale, cerr, tol)
+    tau = np.zeros(model.nv)
+    tau[act] = x[:na]
+    return InverseDynamicsResult(tau, x[:na].copy(), x[na:].copy(), res, over, cerr)
+
+
+def _check(model, act, res, scale, cerr, tol):
+    """Raise :class:`ActuationError` if the residual ``res`` exceeds ``tol · scale``."""
     if res > tol * scale:
         names = [model.joint_names[i] for i in range(model.nbodies) if model.topo[i, 5] > 0]
         hint = (
@@ -79,6 +103,18 @@ def inverse_dynamics(model, q, v, qdd, actuated=None, tol=1e-8, data=None):
             f"{model.name}: actuators at coordinates {act.tolist()} cannot produce this motion "
             f"(residual {res:.3g} of {scale:.3g}); {hint}. Joints: {', '.join(names)}"
         )
-    tau = np.zeros(model.nv)
-    tau[act] = x[:na]
-    return InverseDynamicsResult(tau, x[:na].copy(), x[na:].copy(), res, over, cerr)
+
+
+def _denoc(model, q, v, qdd, act, tol, data):
+    """``inverse_dynamics(..., method="denoc")``: IDA-1..3 and the multipliers, O(n)."""
+    from loopdyn.methods import denoc
+
+    if not np.array_equal(act, model.actuated):
+        raise ValueError(
+            f"{model.name}: method='denoc' drives the model's own actuated coordinates "
+            f"{model.actuated.tolist()}, got actuated={act.tolist()}; use method='generic'"
+        )
+    tau, lam, res, b2, cerr = denoc.inverse_terms(model, q, v, qdd, data=data)
+    scale = max(1.0, b2)
+    _check(model, act, res, scale, cerr, tol)
+    return InverseDynamicsResult(tau, tau[act].copy(), lam, res, False, cerr)
