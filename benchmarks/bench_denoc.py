@@ -6,8 +6,8 @@ Run from the repository root::
     python benchmarks/bench_denoc.py --quick    # fewer rounds
 
 1. Per call, on the parallel mechanisms of the catalog (five_bar, three_rrr, stewart,
-   delta): ``ld.methods.denoc.run`` next to ``ld.forward_dynamics`` with
-   ``method="augmented"``, ``"slm"``, ``"sslm"`` and ``pin.constraintDynamics``
+   delta): ``ld.forward_dynamics`` with ``method="denoc"`` (q̈ and λ, checked), next to
+   ``"augmented"``, ``"slm"``, ``"sslm"``, ``"recursive_lambda"`` and ``pin.constraintDynamics``
    (``StdVec_RigidConstraintModel`` / ``StdVec_RigidConstraintData`` containers,
    ``ProximalSettings(1e-12, 1e-8, 20)``; the Delta's universal closures have no
    Pinocchio counterpart).  Every answer is checked against the augmented q̈:
@@ -18,11 +18,14 @@ Run from the repository root::
    line t = a + b m fitted to them.  In the paper's class a leg has at most 6 unactuated 1-DOF
    joints (3 in the plane; more would give it an internal mobility), so legs grow
    in bodies, not in joints.
+3. Inverse dynamics: ``ld.inverse_dynamics(..., method="denoc")`` (IDA-1..3 and λ,
+   O(n)) against the generic least-squares path.
 
 Timing: CPU time (``time.process_time``, so that other processes on a shared machine
 weigh less), the functions of one row called in alternation (A B C … A B C …) for
-``rounds`` rounds of ~``min_time`` s each; the table gives the median per call, the
-min–max over the rounds and the ratio to Pinocchio (or to augmented).
+``rounds`` rounds of ~``min_time`` s each; the tables give the minimum per call over
+the rounds (the least disturbed one; the median in brackets) and the ratio of the
+minima to Pinocchio (or to augmented).
 """
 
 import argparse
@@ -31,9 +34,8 @@ import time
 import numpy as np
 
 import loopdyn as ld
-from loopdyn.methods import denoc
 
-METHODS = ("augmented", "slm", "sslm")
+METHODS = ("augmented", "slm", "sslm", "recursive_lambda")
 
 
 def _state(model, seed=0):
@@ -85,7 +87,7 @@ def _calls(fn, min_time):
 
 
 def timings(fns, rounds, min_time):
-    """Per-call CPU times (µs) of each function: (median, min, max) over alternated rounds."""
+    """Per-call CPU times (µs) of each function: (min, median, max) over alternated rounds."""
     ns = [_calls(f, min_time) for f in fns]
     runs = [[] for _ in fns]
     for _ in range(rounds):
@@ -94,7 +96,7 @@ def timings(fns, rounds, min_time):
             for _ in range(n):
                 f()
             r.append((time.process_time() - t0) / n * 1e6)
-    return [(float(np.median(r)), float(np.min(r)), float(np.max(r))) for r in runs]
+    return [(float(np.min(r)), float(np.median(r)), float(np.max(r))) for r in runs]
 
 
 def _row(model, rounds, min_time):
@@ -102,13 +104,12 @@ def _row(model, rounds, min_time):
     exact = ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
     scale = np.abs(exact).max()
     names = ["denoc", *METHODS]
-    fns = [lambda: denoc.run(model, q, v, tau)]
-    fns += [lambda m=m: ld.forward_dynamics(model, q, v, tau, method=m) for m in METHODS]
-    errs = [np.abs(denoc.run(model, q, v, tau) - exact).max() / scale]
-    errs += [
-        np.abs(ld.forward_dynamics(model, q, v, tau, method=m).qdd - exact).max() / scale
-        for m in METHODS
-    ]
+    fns = [lambda m=m: ld.forward_dynamics(model, q, v, tau, method=m) for m in names]
+    errs = []
+    for m in names:
+        res = ld.forward_dynamics(model, q, v, tau, method=m)
+        assert res.method == m, (model.name, m, res.method)
+        errs.append(np.abs(res.qdd - exact).max() / scale)
     pin_call, ex = _pin(model, q, v, tau)
     if pin_call is not None:
         names.append("pin")
@@ -119,24 +120,23 @@ def _row(model, rounds, min_time):
 
 
 def catalog_table(rounds, min_time):
-    print("1. per call (CPU µs: median [min-max] over alternated rounds; error vs augmented)")
+    print("1. per call (CPU µs: min [median] over alternated rounds; error vs augmented)")
     for name in ("five_bar", "three_rrr", "stewart", "delta"):
         model = ld.examples.get(name)
         names, t, errs = _row(model, rounds, min_time)
         ref = "pin" if "pin" in names else "augmented"
         tref = t[names.index(ref)][0]
         print(f"{name} (nv = {model.nv}, m = {model.m}, DOF = {model.actuated.size})")
-        for k, (nm, (med, lo, hi), err) in enumerate(zip(names, t, errs, strict=True)):
-            label = nm if nm == "pin" else (f"ld {nm}" if k else "ld denoc")
+        for nm, (lo, med, _), err in zip(names, t, errs, strict=True):
+            label = nm if nm == "pin" else f"ld {nm}"
             print(
-                f"  {label:<14}{med:8.2f} [{lo:6.2f}-{hi:6.2f}]  ×{med / tref:5.2f} {ref:<9}"
-                f" error {err:.1e}"
+                f"  {label:<20}{lo:8.2f} [{med:6.2f}]  ×{lo / tref:5.2f} {ref:<9} error {err:.1e}"
             )
     print()
 
 
 def scaling(segments, rounds, min_time):
-    print("2. long legs: m bodies per leg (CPU µs per call, median)")
+    print("2. long legs: m bodies per leg (CPU µs per call, min over rounds)")
     for family in ("stewart", "delta"):
         rows = []
         for s in segments:
@@ -159,6 +159,32 @@ def scaling(segments, rounds, min_time):
     print()
 
 
+def inverse_table(rounds, min_time):
+    print("3. inverse dynamics (CPU µs: min [median]; |u - u_generic| / max(1, |u|))")
+    for name in ("five_bar", "three_rrr", "stewart", "delta"):
+        model = ld.examples.get(name)
+        q, v, tau = _state(model)
+        qdd = ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
+        gen = ld.inverse_dynamics(model, q, v, qdd)
+        den = ld.inverse_dynamics(model, q, v, qdd, method="denoc")
+        err = np.abs(den.u - gen.u).max() / max(1.0, np.abs(gen.u).max())
+        t = timings(
+            [
+                lambda model=model, q=q, v=v, a=qdd: ld.inverse_dynamics(
+                    model, q, v, a, method="denoc"
+                ),
+                lambda model=model, q=q, v=v, a=qdd: ld.inverse_dynamics(model, q, v, a),
+            ],
+            rounds,
+            min_time,
+        )
+        print(
+            f"  {name:<10} denoc {t[0][0]:8.2f} [{t[0][1]:7.2f}]   generic {t[1][0]:8.2f} "
+            f"[{t[1][1]:7.2f}]   ×{t[0][0] / t[1][0]:5.2f}   error {err:.1e}"
+        )
+    print()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -167,6 +193,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     rounds, min_time = (3, 0.03) if args.quick else (7, 0.1)
     catalog_table(rounds, min_time)
+    inverse_table(rounds, min_time)
     scaling([1, 2, 4, 8, 16, 32], rounds, min_time)
 
 

@@ -74,13 +74,7 @@ class MinimalModel:
 
     def full_velocity(self, q, v):
         """Every joint rate from the actuated ones, eqs. (11b)/(12b)."""
-        K = denoc.kinematics(self.model, q, v)
-        out = np.array(v)
-        for l, leg in enumerate(K.layout.ps.legs):
-            for c, col in enumerate(leg.columns):
-                if not col.closure:
-                    out[col.v] = K.rates[l][c]
-        return out
+        return denoc.complete_rates(self.model, q, v)
 
     def rhs(self, t, y):
         n = self.act.size

@@ -357,7 +357,7 @@ def platform_jacobian(pb):
             Phi[r, c] = Phi[c, r]
         for c in range(6):
             Lc[r, c] = Phi[r, c]
-    ratio = cholesky_inplace(Lc, 6)
+    ratio = cholesky_inplace(Lc, unliteral(6))
     if not ratio > PIVOT_TOL:
         return 0.0
     for l in range(L):
@@ -370,7 +370,7 @@ def platform_jacobian(pb):
         apply_phi(leg[l, _C0], leg[l, _C1], k, leg[l, _C0], pt, dinv, x)
         for r in range(6):
             JT[l, r] = x[r]
-        cholesky_solve(Lc, 6, JT[l])
+        cholesky_solve(Lc, unliteral(6), JT[l])
     return ratio
 
 
@@ -568,7 +568,7 @@ def denoc_accelerations(pb, thdd, first):
                 for r in range(6):
                     y[r] += z[r]
         if any_platform:
-            cholesky_solve(Lc, 6, y)
+            cholesky_solve(Lc, unliteral(6), y)
     for r in range(6):
         x = y[r]
         for a in range(n):
@@ -1144,7 +1144,7 @@ def loop_check(m, d, pb, quality, qdd, lam, ascale):
     if not (all_finite(qdd) and all_finite(lam[:r])):
         return NONFINITE_OUTPUT
     jx, jr = _f1(pb, _JX), _f1(pb, _JR)
-    loop_product(pb, qdd, jx, jr)
+    loop_product(pb, as_input(qdd), jx, jr)
     qmax = max(ascale, max_abs(qdd))
     res = 0.0
     scale = 0.0
