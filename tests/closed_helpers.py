@@ -15,6 +15,8 @@ CLOSED = {
     "carpet_scraper": dict(),
     "three_rrr": dict(),
     "excavator": dict(),
+    "stewart": dict(),
+    "delta": dict(),
 }
 DOF = {
     "four_bar": 1,
@@ -25,6 +27,8 @@ DOF = {
     "carpet_scraper": 1,
     "three_rrr": 3,
     "excavator": 3,
+    "stewart": 6,
+    "delta": 3,
 }
 
 

@@ -187,6 +187,19 @@ def test_cached_and_fresh_workspaces_give_the_same_answer(method):
     assert not failures, "\n".join(failures)
 
 
+def test_denoc_refuses_the_seeded_mechanisms_by_name():
+    """DeNOC applies to parallel mechanisms with one actuator per leg (``ld.parallel_structure``);
+    none of the generated mechanisms is one (they have no actuators, free joints, generic
+    closures or bodies joining three or more joints), so ``method="denoc"`` must raise
+    the ModelError that names the failing assumption and the methods that apply."""
+    for i in range(FAST_N):
+        mech, _ = fast_case(i)
+        with pytest.raises(ld.ModelError, match=r"assumption '.*' fails.*'augmented'"):
+            ld.forward_dynamics(
+                mech.model, mech.q, mech.v, mech.tau, method="denoc", data=mech.model.create_data()
+            )
+
+
 def _exact_or_singular(mech):
     o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
     for method in mx.METHODS:

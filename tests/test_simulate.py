@@ -428,7 +428,7 @@ def test_every_method_stops_at_the_same_change_of_mobility(stabilization):
     model = _parallelogram()
     q0, v0 = np.array([0.6, -0.6, 0.6]), np.array([-3.0, 3.0, -3.0])
     stops = {}
-    for method in ld.methods.dynamics.METHODS:
+    for method in ld.methods.dynamics.GENERAL_METHODS:
         with pytest.raises(ld.SimulationSingularityError, match=r"lost rank|lose rank") as e:
             ld.simulate(model, q0, v0, 1.0, method=method, stabilization=stabilization)
         traj = e.value.trajectory

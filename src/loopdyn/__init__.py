@@ -56,6 +56,7 @@ from loopdyn.model import (
 from loopdyn.sim.simulate import simulate
 from loopdyn.sim.trajectory import Trajectory
 from loopdyn.topology.aggregation import aggregation
+from loopdyn.topology.parallel import parallel_structure
 from loopdyn.tree import aba, crba, nonlinear_effects, rnea
 
 __version__ = "0.1.0"
@@ -110,6 +111,7 @@ __all__ = [
     "load",
     "methods",
     "nonlinear_effects",
+    "parallel_structure",
     "partition",
     "potential_energy",
     "rnea",

@@ -11,6 +11,12 @@ forces u and the multipliers λ together:
   least-squares solution, with the residual reported;
 - under-actuated or a singular configuration: if the residual is not ~0 the
   motion cannot be produced and :class:`ActuationError` is raised.
+
+``method="denoc"``: Saha & Schiehlen's recursive inverse dynamics IDA-1..3 for the
+parallel mechanisms of ``ld.parallel_structure`` (O(n), no dense matrix): the
+actuator forces from the actuated accelerations, the multipliers from the wrenches
+the legs transmit through their cut joints (``loopdyn.methods.denoc.inverse_terms``),
+and the same residual test on the equations of motion with the given q̈.
 """
 
 from dataclasses import dataclass
@@ -38,22 +44,35 @@ class InverseDynamicsResult:
     constraint_error: float
 
 
-def inverse_dynamics(model, q, v, qdd, actuated=None, tol=1e-8, closure_tol=1e-6, data=None):
+METHODS = ("generic", "denoc")
+
+
+def inverse_dynamics(
+    model, q, v, qdd, actuated=None, tol=1e-8, closure_tol=1e-6, data=None, method="generic"
+):
     """Actuator forces and closure multipliers producing ``qdd`` at (q, v).
 
     ``actuated``: indices into v of the driven coordinates (default
-    ``model.actuated``).  Raises :class:`ActuationError` when the motion violates
+    ``model.actuated``).  ``method``: ``"generic"`` (the least-squares solve of
+    [B Jᵀ] [u; λ] = M q̈ + h above, any model) or ``"denoc"`` (parallel mechanisms of
+    ``ld.parallel_structure`` with their own actuators, ``ModelError`` otherwise;
+    its closure check is its own, on each leg).  Raises :class:`ActuationError` when
+    the motion violates
     the closures (J q̇ = 0 or J q̈ = γ off by more than ``closure_tol`` relative to
     |J| max(|q̇|, 1) and |J| max(|q̈|, 1) + |γ|: states from an integrator or a
     controller's estimate pass, a motion off the mechanism does not) or the
     actuators cannot produce it (relative residual above ``tol``).
     """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
     q = configuration(model, q)
     v = vector(v, model.nv, "v", model)
     qdd = vector(qdd, model.nv, "qdd", model)
     tol = scalar(tol, "tol", model, positive=True)
     closure_tol = scalar(closure_tol, "closure_tol", model, positive=True)
     act = model.actuated if actuated is None else _indices(model, actuated)
+    if method == "denoc":
+        return _denoc(model, q, v, qdd, act, tol, data)
     b = rnea(model, q, v, qdd, data=data)
     na = act.size
     if model.m:
@@ -85,19 +104,7 @@ def inverse_dynamics(model, q, v, qdd, actuated=None, tol=1e-8, closure_tol=1e-6
     rank_J = np.linalg.matrix_rank(J) if model.m else 0
     dof = model.nv - rank_J
     over = na > dof
-    if res > tol * scale:
-        names = [model.joint_names[i] for i in range(model.nbodies) if model.topo[i, 5] > 0]
-        hint = (
-            "the motion violates the closures"
-            if cerr > 1e-6 * scale
-            else (
-                "the actuators do not span the mechanism's motion here (under-actuated or singular)"
-            )
-        )
-        raise ActuationError(
-            f"{model.name}: actuators at coordinates {act.tolist()} cannot produce this motion "
-            f"(residual {res:.3g} of {scale:.3g}); {hint}. Joints: {', '.join(names)}"
-        )
+    _check(model, act, res, scale, cerr, tol)
     tau = np.zeros(model.nv)
     tau[act] = x[:na]
     return InverseDynamicsResult(tau, x[:na].copy(), x[na:].copy(), res, over, cerr)
@@ -118,3 +125,35 @@ def _indices(model, actuated):
             f"{a.tolist()}"
         )
     return a
+
+
+def _check(model, act, res, scale, cerr, tol):
+    """Raise :class:`ActuationError` if the residual ``res`` exceeds ``tol · scale``."""
+    if res > tol * scale:
+        names = [model.joint_names[i] for i in range(model.nbodies) if model.topo[i, 5] > 0]
+        hint = (
+            "the motion violates the closures"
+            if cerr > 1e-6 * scale
+            else (
+                "the actuators do not span the mechanism's motion here (under-actuated or singular)"
+            )
+        )
+        raise ActuationError(
+            f"{model.name}: actuators at coordinates {act.tolist()} cannot produce this motion "
+            f"(residual {res:.3g} of {scale:.3g}); {hint}. Joints: {', '.join(names)}"
+        )
+
+
+def _denoc(model, q, v, qdd, act, tol, data):
+    """``inverse_dynamics(..., method="denoc")``: IDA-1..3 and the multipliers, O(n)."""
+    from loopdyn.methods import denoc
+
+    if not np.array_equal(act, model.actuated):
+        raise ValueError(
+            f"{model.name}: method='denoc' drives the model's own actuated coordinates "
+            f"{model.actuated.tolist()}, got actuated={act.tolist()}; use method='generic'"
+        )
+    tau, lam, res, b2, cerr = denoc.inverse_terms(model, q, v, qdd, data=data)
+    scale = max(1.0, b2)
+    _check(model, act, res, scale, cerr, tol)
+    return InverseDynamicsResult(tau, tau[act].copy(), lam, res, False, cerr)

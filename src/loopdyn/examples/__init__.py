@@ -3,6 +3,7 @@
 from loopdyn.examples.chains import closed_knee_leg, four_bar_chain, four_bar_cut, geared_chain
 from loopdyn.examples.ladders import spatial_ladder, spatial_ladder_tree
 from loopdyn.examples.paper_mechanisms import carpet_scraper, excavator, three_rrr
+from loopdyn.examples.parallel import delta, stewart
 from loopdyn.examples.planar import five_bar, four_bar, planar_ladder, slider_crank
 from loopdyn.examples.shapes import box, rod
 from loopdyn.examples.trees import random_tree, serial_arm
@@ -23,6 +24,8 @@ _CATALOG = {
     "four_bar_cut": four_bar_cut,
     "closed_knee_leg": closed_knee_leg,
     "geared_chain": geared_chain,
+    "stewart": stewart,
+    "delta": delta,
 }
 
 
@@ -57,6 +60,7 @@ __all__ = [
     "box",
     "carpet_scraper",
     "closed_knee_leg",
+    "delta",
     "excavator",
     "five_bar",
     "four_bar",
@@ -73,5 +77,6 @@ __all__ = [
     "slider_crank",
     "spatial_ladder",
     "spatial_ladder_tree",
+    "stewart",
     "three_rrr",
 ]

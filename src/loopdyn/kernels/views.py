@@ -9,8 +9,10 @@ kernel calls another at the price of an ordinary call however many arrays it
 reads; the attribute names are those of ``FIELDS`` (the papers' symbols).
 
 Built with numba's documented extension API (a type, its data model, attribute
-typing and lowering).  The views carry no reference count: they are borrowed from
-the buffer the entry received, and never leave compiled code.
+typing and lowering).  A handle holds only the buffer's data pointer, so neither it
+nor its views carry a reference count: they are borrowed from the buffer the entry
+received, never leave compiled code, and cost nothing to pass or drop in a function
+compiled with or without numba's reference counting.
 """
 
 from llvmlite import ir
@@ -47,7 +49,7 @@ DataViewType = _Handle("d")
 @register_model(_Handle)
 class _HandleModel(models.StructModel):
     def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, [("buf", _BUF)])
+        super().__init__(dmm, fe_type, [("data", types.CPointer(types.float64))])
 
 
 # attribute -> (kind, ...): ("size", slot) or ("field", index, integer, dims)
@@ -87,9 +89,9 @@ class _HandleAttributes(AttributeTemplate):
 _I64 = ir.IntType(64)
 
 
-def _header(builder, buf, slot):
-    """The int64 in header slot ``slot`` of the buffer."""
-    ptr = builder.bitcast(buf.data, _I64.as_pointer())
+def _header(builder, data, slot):
+    """The int64 in header slot ``slot`` of the buffer at ``data``."""
+    ptr = builder.bitcast(data, _I64.as_pointer())
     return builder.load(builder.gep(ptr, [_I64(slot)]))
 
 
@@ -97,7 +99,7 @@ def _header(builder, buf, slot):
 def _handle_getattr(context, builder, typ, value, attr):
     spec = _ATTRS[typ.role][attr]
     handle = cgutils.create_struct_proxy(typ)(context, builder, value=value)
-    buf = make_array(_BUF)(context, builder, handle.buf)
+    buf = handle.data
     if spec[0] == "size":
         return impl_ret_untracked(context, builder, types.int64, _header(builder, buf, spec[1]))
     _, k, _, dims = spec
@@ -117,7 +119,7 @@ def _handle_getattr(context, builder, typ, value, attr):
     for i in range(len(shape) - 1, -1, -1):
         strides[i] = acc
         acc = builder.mul(acc, shape[i])
-    data = builder.gep(buf.data, [_header(builder, buf, H_OFF + k)])
+    data = builder.gep(buf, [_header(builder, buf, H_OFF + k)])
     out = make_array(aryty)(context, builder)
     populate_array(
         out,
@@ -139,10 +141,11 @@ def handles(typingctx, buf):
     sig = types.Tuple((ModelViewType, DataViewType))(buf)
 
     def codegen(context, builder, sig, args):
+        data = make_array(buf)(context, builder, args[0]).data
         m = cgutils.create_struct_proxy(ModelViewType)(context, builder)
         d = cgutils.create_struct_proxy(DataViewType)(context, builder)
-        m.buf = args[0]
-        d.buf = args[0]
+        m.data = data
+        d.data = data
         return context.make_tuple(builder, sig.return_type, [m._getvalue(), d._getvalue()])
 
     return sig, codegen

@@ -27,7 +27,7 @@ from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
 from loopdyn.kernels.numba_internals import BUF, IN, INT_OUT, OUT, OUT2, Entry, entry, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import closure_terms, constraint_kernel, constraint_rank
-from loopdyn.methods import augmented, embedding, recursive_lambda, slm, sslm
+from loopdyn.methods import augmented, denoc, embedding, recursive_lambda, slm, sslm
 from loopdyn.methods.common import (
     BAD_INPUT,
     DIAG_ASCALE,
@@ -55,14 +55,36 @@ BINDERS = {
     "sslm": sslm.bind,
     "recursive_lambda": _bind_entry(recursive_lambda),
     "embedding": embedding.bind,
+    "denoc": denoc.bind,
 }
 METHODS = tuple(BINDERS)
-_MODULES = {"augmented": augmented, "slm": slm, "sslm": sslm, "recursive_lambda": recursive_lambda}
+# the methods for any closed-loop model; the others need a structure (``check_method``)
+GENERAL_METHODS = ("augmented", "slm", "sslm", "recursive_lambda", "embedding")
+_MODULES = {
+    "augmented": augmented,
+    "slm": slm,
+    "sslm": sslm,
+    "recursive_lambda": recursive_lambda,
+    "embedding": embedding,
+    "denoc": denoc,
+}
 
 
 def entry_of(method):
     """The compiled ``Entry`` of ``method`` (e.g. to ask whether it is cached)."""
     return _MODULES[method].ENTRY
+
+
+def check_method(model, method, data=None):
+    """``ValueError`` for an unknown ``method``, :class:`ModelError` naming why if it
+    does not apply to ``model`` (``denoc`` outside parallel mechanisms); nothing is
+    computed.  Every method applies to a tree (all are the ABA there)."""
+    if method not in BINDERS:
+        raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
+    if model.m and method not in GENERAL_METHODS:
+        d = workspace(model, data)
+        if method not in d.bound:
+            BINDERS[method](model, d)
 
 
 def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
@@ -71,9 +93,11 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
     In: a consistent state ``q`` (nq), ``v`` (nv) and joint forces ``tau`` (nv;
     None for zero).  ``method``: ``"augmented"`` (eq. 10, one KKT solve),
     ``"slm"`` (eqs. 11–12), ``"sslm"`` (subsystem-level multipliers),
-    ``"recursive_lambda"`` (q̈ = η + ζλ, Anderson & Critchley's eqs. 13–32) or
+    ``"recursive_lambda"`` (q̈ = η + ζλ, Anderson & Critchley's eqs. 13–32),
     ``"embedding"`` (Jain's constraint embedding: articulated-body dynamics on the
-    aggregated tree, ``loopdyn.methods.embedding``).
+    aggregated tree, ``loopdyn.methods.embedding``) or ``"denoc"`` (Saha &
+    Schiehlen's minimal-order recursion for parallel mechanisms; ``ModelError`` for
+    other models, see ``ld.parallel_structure``).
     Out: :class:`ForwardDynamicsResult` with ``qdd``, ``lam`` (see its docstring
     for their meaning and frames), ``rank``, ``dropped`` and ``condition``.
     Raises :class:`SingularityError` if no method can solve the configuration
@@ -286,5 +310,13 @@ def closure_forces(model, q, lam, data=None):
     return out
 
 
-__all__ = ["METHODS", "closure_forces", "closure_loads_at", "closure_wrenches", "forward_dynamics"]
+__all__ = [
+    "GENERAL_METHODS",
+    "METHODS",
+    "check_method",
+    "closure_forces",
+    "closure_loads_at",
+    "closure_wrenches",
+    "forward_dynamics",
+]
 _unused = (closure_terms, OUT2)

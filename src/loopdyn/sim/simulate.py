@@ -173,8 +173,9 @@ def simulate(
     being finite or ``max_steps`` is reached; both carry ``trajectory`` (computed
     so far), ``t``, ``q``, ``v`` and ``condition`` of the last accepted state.
     Ctrl-C raises :class:`loopdyn.SimulationInterrupted` (a ``KeyboardInterrupt``)
-    carrying the same.  Invalid arguments raise ``ValueError`` before anything is
-    integrated.
+    carrying the same.  Invalid arguments raise ``ValueError``, and a method that does
+    not apply to the model (``denoc`` outside parallel mechanisms) ``ModelError``,
+    before anything is integrated.
     """
     a = check_arguments(
         method=method, integrator=integrator, stabilization=stabilization, t_end=t_end,
@@ -185,6 +186,7 @@ def simulate(
     t_end, rtol, atol, dt, max_step = a["t_end"], a["rtol"], a["atol"], a["dt"], a["max_step"]
     gains, repartition_cond, constraint_tol = a["gains"], a["repartition_cond"], a["constraint_tol"]
     d = model.data if data is None else data
+    dynamics.check_method(model, method, d)  # a method that does not apply: ModelError, now
     q = np.array(configuration(model, model.q0 if q0 is None else q0), dtype=float)
     v = np.zeros(model.nv) if v0 is None else np.array(vector(v0, model.nv, "v0", model))
     if consistent and model.m:

@@ -1,0 +1,1811 @@
+"""Saha & Schiehlen's recursive minimal-order dynamics of parallel mechanisms (DeNOC).
+
+Paper: ``../shared/papers/saha-schiehlen-recursive-closed-loop-denoc.txt``.  The class
+of mechanisms (a fixed base, one platform, legs of 1-DOF joints with at most one
+actuated joint each, DOF = number of actuated joints) is detected by
+``loopdyn.topology.parallel.parallel_structure``; ``docs/denoc.md`` explains the
+algorithm with the paper's equation numbers.  Registered as
+``ld.forward_dynamics(..., method="denoc")`` (``bind``) and
+``ld.inverse_dynamics(..., method="denoc")`` (``inverse_terms``).
+
+Conventions.  Every twist ``t = [ω; v]`` and wrench ``w = [n; f]`` below is in world
+axes about the platform point E (the platform's centre of mass, the world origin
+when all legs close on the ground), frozen at the current instant: the paper's
+``A_{e,i} t_i`` and ``A_{i,e}ᵀ w_i``.  In these coordinates the twist propagation
+matrices of (7b) are identities, ``p_i`` of the paper becomes the unit joint twist
+``s_i = A_{e,i} p_i`` (9b) and accelerations are spatial accelerations about the
+fixed point, so that
+
+    t_i = t_{i-1} + s_i θ̇_i,     ṫ_i = ṫ_{i-1} + s_i θ̈_i + ṡ_i θ̇_i          (7a)
+
+with ``ṡ_i = t_X ×m s_i``, X the body the axis is fixed in.  Each leg is a list of
+1-DOF "columns" (``parallel.Column``; a universal joint is two, a spherical joint or
+ball closure three), ordered from the base to the platform, signed along the leg.
+
+Kernels (numba, ``(m, d, pb, ...)``: the model and data handles of the ``Data`` and
+the method's plan buffer ``pb``, see ``DenocPlan``; no allocation; the paper's steps):
+
+- ``joint_twists``:   s_i of every column (7b), (9b)
+- ``projections``:    p̃_i and δ_i of every leg, from the platform end (10)–(12); the
+                      projectors Φ_i are applied in product form (``apply_phi``)
+- ``platform_jacobian``: Φ = Σ Φ_2 (14a), its Cholesky factor and J (14b)
+- ``leg_rates``:      unactuated rates (11b)/(12b) (and accelerations), leg by leg
+- ``joint_biases``:   ṡ_i θ̇_i and the leg sums ξ
+- ``body_inertias``/``body_wrenches``: M_i about E, w_i = M_i(ṫ_i - g) + t_i ×* M_i t_i (18a)
+- ``backward_pass``:  IDA-1/2 (21)–(23) and, for forward dynamics, FDA-1/2 (28)–(33)
+- ``generalized_inertia``: FDA-2/3: the GIM I = Nᵀ M N (30)–(34)
+- ``transmitted_wrenches``, ``fit_multipliers``: the closure multipliers λ from the
+  wrench each leg transmits through its cut joint (not in the paper, see below)
+- ``loop_product``, ``loop_check``: J x and the acceptance check J q̈ = γ, loop by loop
+- ``denoc_kernel`` (forward dynamics), ``denoc_inverse_kernel`` (inverse dynamics).
+
+λ.  DeNOC eliminates the multipliers; they are recovered afterwards, in O(columns):
+along leg l the wrench T_j a joint transmits (base side on platform side) is
+T_j = W_{≥j} + T_end, W_{≥j} the sum of the Newton–Euler wrenches (18a) of the leg's
+bodies beyond joint j, and every column satisfies s_iᵀ T = τ_i (the applied joint
+force, 0 on a cut joint).  With the leg's orthogonal p̃_i this fixes T_end on the
+span of the leg's columns by one backward sweep (the same recursion as IDA-1);
+the rest of T_end lies in the range of P_l = Φ_2 - ĝĝᵀ (ĝ = Φ_2 s_k normalised),
+the wrenches the leg carries without any joint working, and follows from the
+platform's balance w_e = Σ_l T_end⁽ˡ⁾: (Σ_l P_l) y = w_e - Σ_l T0⁽ˡ⁾, μ_l = P_l y.
+The wrench through the leg's cut joint T_g = T_end + W_{>g} is then Σ_r λ_r ζ_r
+(ζ_r the row's unit wrench about E), a least-squares fit over the closure's (≤ 6)
+rows, exact when the rows are independent (a self-stress would be a dependence of
+the rows); with dropped (redundant) rows the equations of motion
+M q̈ + h = τ + Jᵀλ are checked by two RNEA passes before λ is returned.
+"""
+
+from functools import partial
+
+import numpy as np
+from numba import njit, types
+
+from loopdyn.errors import ModelError, SingularityError
+from loopdyn.kernels.checks import all_finite
+from loopdyn.kernels.linalg import cholesky_inplace, cholesky_solve
+from loopdyn.kernels.numba_internals import (
+    BUF,
+    IN,
+    OUT,
+    Entry,
+    as_input,
+    block,
+    block_int,
+    entry,
+    unliteral,
+)
+from loopdyn.kernels.spatial import rigid_inertia_to_parent_add
+from loopdyn.kernels.views import handles
+from loopdyn.kinematics.closures import bias_accelerations, closure_terms
+from loopdyn.kinematics.frames import fk_kernel
+from loopdyn.methods.common import (
+    DIAG_ASCALE,
+    DIAG_QUALITY,
+    DIAG_RESIDUAL,
+    INACCURATE,
+    NONFINITE_INPUT,
+    NONFINITE_OUTPUT,
+    RESIDUAL_TOL,
+    SINGULAR,
+    closure_loads,
+    input_status,
+    max_abs,
+)
+from loopdyn.model.closures import TRANSLATION
+from loopdyn.topology.parallel import ON_BASE, ON_PLATFORM, OTHER_METHODS, parallel_structure
+from loopdyn.tree.rnea import rnea_from_kinematics
+from loopdyn.validation import configuration, vector, workspace
+
+# relative size of δ_i (sin² of the angle between s_i and the later unactuated twists)
+# and of Φ's, I's and the multiplier fits' Cholesky pivots below which the
+# configuration is called singular
+DELTA_TOL = 1e-12
+PIVOT_TOL = 1e-13
+# pivots of Σ_l P_l (a sum of orthogonal projectors: eigenvalues 0 or ≥ ~1) below
+# this, relative to its largest diagonal entry, are its null space
+NULL_TOL = 1e-9
+# why a kernel returned SINGULAR (``info[_WHY]``)
+WHY_LEG, WHY_PHI, WHY_GIM, WHY_LAMBDA = 1, 2, 3, 4
+# the world position of frame B's origin in the closure workspace ``d.cw[k]``
+# (``loopdyn.kinematics.closures``)
+_CW_PB = 7
+
+# columns of the leg table (L, 10): first and end column, actuated column (-1: none),
+# closes on the ground, the leg's closure (-1: none) with its first and last column
+# and the sign of its columns, the position of its first independent row in ``d.rows``
+# and their number
+_C0, _C1, _K, _CLOSED, _CL, _G0L, _G1L, _SIG, _A0, _P = range(10)
+# columns of the column table (C, 11)
+_TYPE, _OBJ, _SUB, _SIGN, _IV, _AFTER, _G0, _G1, _SLOT, _SIDE, _ROT = range(11)
+# rows of the small-vector scratch ``vec`` (8, 6)
+_TE, _AE, _WBAR, _Y, _Z, _T1, _T2, _E = range(8)
+# entries of ``info``: the failing column, why, and the inverse dynamics' diagnostics
+_BADCOL, _WHY, _RES2, _B2, _CERR, _RESINF = range(6)
+
+# ------------------------------------------------------------------ the plan buffer
+# pb = [header (int64) | section offsets (int64) | int sections | float sections]
+# header: L, C, NS, n, platform body, the leg the platform hangs from (-1), r, 0
+_HEAD = 8
+_INT_SECTIONS = ("leg", "col", "bslot", "slotcol")
+_FLOAT_SECTIONS = (
+    "cax", "s", "pt", "dinv", "rate", "arate", "tw", "ac", "b", "Phi", "Lc", "JT", "xi",
+    "vec", "Ms", "ws", "R7", "l7", "P", "Q", "rv", "Ig", "Lg", "XJ", "X", "th", "thdd",
+    "ua", "info", "g", "T", "Wc", "bk", "zr", "jx", "jr",
+)  # fmt: skip
+_SECTIONS = _INT_SECTIONS + _FLOAT_SECTIONS
+(
+    _LEG, _COL, _BSLOT, _SLOTCOL, _CAX, _S, _PT, _DINV, _RATE, _ARATE, _TW, _AC, _B, _PHI, _LC,
+    _JT, _XI, _VEC, _MS, _WS, _R7, _L7, _PP, _QQ, _RV, _IG, _LG, _XJ, _XX, _TH, _THDD, _UA,
+    _INFO, _GG, _TT, _WC, _BK, _ZR, _JX, _JR,
+) = range(len(_SECTIONS))  # fmt: skip
+
+
+def _float_shapes(L, C, NS, n, r):
+    return {
+        "cax": (C, 3), "s": (C, 6), "pt": (C, 6), "dinv": (C,), "rate": (C,), "arate": (C,),
+        "tw": (C, 6), "ac": (C, 6), "b": (C, 6), "Phi": (6, 6), "Lc": (6, 6), "JT": (n, 6),
+        "xi": (L, 6), "vec": (8, 6), "Ms": (NS + 1, 6, 6), "ws": (NS + 1, 6), "R7": (L, 7, 7),
+        "l7": (L, 7), "P": (6, 6), "Q": (6, 7), "rv": (3, 7), "Ig": (n, n), "Lg": (n, n),
+        "XJ": (n, 6), "X": (6, 6), "th": (n,), "thdd": (n,), "ua": (n,), "info": (6,),
+        "g": (L, 6), "T": (L, 6), "Wc": (L, 6), "bk": (L,), "zr": (r, 6), "jx": (r,),
+        "jr": (r,),
+    }  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def _head(pb):
+    """The plan's header: L, C, NS, n, platform body, hanger leg, r."""
+    return block_int(pb, 0, _HEAD)
+
+
+@njit(cache=True, inline="always")
+def _bounds(pb, s):
+    o = block_int(pb, _HEAD + s, 2)
+    return o[0], o[1]
+
+
+@njit(cache=True, inline="always")
+def _i1(pb, s):
+    o0, o1 = _bounds(pb, s)
+    return block_int(pb, o0, o1 - o0)
+
+
+@njit(cache=True, inline="always")
+def _i2(pb, s, w):
+    o0, o1 = _bounds(pb, s)
+    return block_int(pb, o0, ((o1 - o0) // w, w))
+
+
+@njit(cache=True, inline="always")
+def _f1(pb, s):
+    o0, o1 = _bounds(pb, s)
+    return block(pb, o0, o1 - o0)
+
+
+@njit(cache=True, inline="always")
+def _f2(pb, s, w):
+    o0, o1 = _bounds(pb, s)
+    return block(pb, o0, ((o1 - o0) // w, w))
+
+
+@njit(cache=True, inline="always")
+def _f3(pb, s, a, w):
+    o0, o1 = _bounds(pb, s)
+    return block(pb, o0, ((o1 - o0) // (a * w), a, w))
+
+
+# --------------------------------------------------------------------------- kinematics
+@njit(cache=True)
+def joint_twists(m, d, pb):
+    """Unit joint twists s_i = A_{e,i} p_i (eqs. 7b, 9b) of every column, signed along its leg.
+
+    From the world poses ``d.Xw`` and body-frame motion subspaces ``d.S`` of the
+    tree (``fk_kernel``), the closure frames ``m.cl_X`` and the columns' closure
+    axes ``cax``, about the platform point E (``vec[_E]``).  Out: ``s`` (C, 6),
+    ``[ω; v_E]`` in world axes.
+    """
+    col, cax, s = _i2(pb, _COL, 11), _f2(pb, _CAX, 3), _f2(pb, _S, 6)
+    E = _f2(pb, _VEC, 6)[_E]
+    Xw, S, cl_body, cl_X = d.Xw, d.S, m.cl_body, m.cl_X
+    for c in range(col.shape[0]):
+        if col[c, _TYPE] == 0:
+            # tree joint: column `sub` of body b's S, rotated to world axes, moved to E
+            b, a = col[c, _OBJ], col[c, _SUB]
+            w0 = Xw[b, 0, 0] * S[b, 0, a] + Xw[b, 0, 1] * S[b, 1, a] + Xw[b, 0, 2] * S[b, 2, a]
+            w1 = Xw[b, 1, 0] * S[b, 0, a] + Xw[b, 1, 1] * S[b, 1, a] + Xw[b, 1, 2] * S[b, 2, a]
+            w2 = Xw[b, 2, 0] * S[b, 0, a] + Xw[b, 2, 1] * S[b, 1, a] + Xw[b, 2, 2] * S[b, 2, a]
+            u0 = Xw[b, 0, 0] * S[b, 3, a] + Xw[b, 0, 1] * S[b, 4, a] + Xw[b, 0, 2] * S[b, 5, a]
+            u1 = Xw[b, 1, 0] * S[b, 3, a] + Xw[b, 1, 1] * S[b, 4, a] + Xw[b, 1, 2] * S[b, 5, a]
+            u2 = Xw[b, 2, 0] * S[b, 3, a] + Xw[b, 2, 1] * S[b, 4, a] + Xw[b, 2, 2] * S[b, 5, a]
+            d0, d1, d2 = E[0] - Xw[b, 3, 0], E[1] - Xw[b, 3, 1], E[2] - Xw[b, 3, 2]
+        else:
+            # closure axis fixed in frame A or B: world direction a through the frame origin
+            k, side = col[c, _OBJ], col[c, _SIDE]
+            bb = cl_body[k, side]
+            X = cl_X[k, side]
+            x0, x1, x2 = cax[c, 0], cax[c, 1], cax[c, 2]
+            # direction in the body frame (the frame's rotation), then in world axes
+            f0 = X[0, 0] * x0 + X[0, 1] * x1 + X[0, 2] * x2
+            f1 = X[1, 0] * x0 + X[1, 1] * x1 + X[1, 2] * x2
+            f2 = X[2, 0] * x0 + X[2, 1] * x1 + X[2, 2] * x2
+            o0, o1, o2 = X[3, 0], X[3, 1], X[3, 2]
+            if bb >= 0:
+                a0 = Xw[bb, 0, 0] * f0 + Xw[bb, 0, 1] * f1 + Xw[bb, 0, 2] * f2
+                a1 = Xw[bb, 1, 0] * f0 + Xw[bb, 1, 1] * f1 + Xw[bb, 1, 2] * f2
+                a2 = Xw[bb, 2, 0] * f0 + Xw[bb, 2, 1] * f1 + Xw[bb, 2, 2] * f2
+                p0 = Xw[bb, 3, 0] + Xw[bb, 0, 0] * o0 + Xw[bb, 0, 1] * o1 + Xw[bb, 0, 2] * o2
+                p1 = Xw[bb, 3, 1] + Xw[bb, 1, 0] * o0 + Xw[bb, 1, 1] * o1 + Xw[bb, 1, 2] * o2
+                p2 = Xw[bb, 3, 2] + Xw[bb, 2, 0] * o0 + Xw[bb, 2, 1] * o1 + Xw[bb, 2, 2] * o2
+            else:
+                a0, a1, a2, p0, p1, p2 = f0, f1, f2, o0, o1, o2
+            if col[c, _ROT] == 1:
+                w0, w1, w2, u0, u1, u2 = a0, a1, a2, 0.0, 0.0, 0.0
+            else:
+                w0, w1, w2, u0, u1, u2 = 0.0, 0.0, 0.0, a0, a1, a2
+            d0, d1, d2 = E[0] - p0, E[1] - p1, E[2] - p2
+        g = float(col[c, _SIGN])
+        s[c, 0] = g * w0
+        s[c, 1] = g * w1
+        s[c, 2] = g * w2
+        # v_E = v_o + ω × (E - o)
+        s[c, 3] = g * (u0 + w1 * d2 - w2 * d1)
+        s[c, 4] = g * (u1 + w2 * d0 - w0 * d2)
+        s[c, 5] = g * (u2 + w0 * d1 - w1 * d0)
+
+
+@njit(cache=True, inline="always")
+def apply_phi(c0, c1, k, i0, pt, dinv, x):
+    """x ← Φ_{i0} x, Φ_{i0} the projector of eq. (11d)/(12d) removing the unactuated twists of
+    columns i0 … c1-1: the product Π_j (1 - p̃_j p̃_jᵀ/δ_j) of the leg's orthogonal p̃_j
+    (j = c1-1 … i0, j ≠ k), applied factor by factor (modified Gram–Schmidt)."""
+    for j in range(c1 - 1, i0 - 1, -1):
+        if j == k:
+            continue
+        c = (
+            pt[j, 0] * x[0] + pt[j, 1] * x[1] + pt[j, 2] * x[2] + pt[j, 3] * x[3]
+            + pt[j, 4] * x[4] + pt[j, 5] * x[5]
+        ) * dinv[j]  # fmt: skip
+        for r in range(6):
+            x[r] -= c * pt[j, r]
+
+
+@njit(cache=True)
+def projections(pb):
+    """p̃_i and δ_i of every leg, eqs. (9b)–(12d).
+
+    Per leg, from the platform end (i = m, …, 1), skipping the actuated joint k:
+    p̃_i = Φ_{i+1} s_i (11c, 12c), δ_i = p̃_iᵀ p̃_i, where Φ_{i+1} = Φ_{i+2} -
+    p̃_{i+1} p̃_{i+1}ᵀ/δ_{i+1} (11d, 12d), Φ_{m+1} = 1: Gram–Schmidt on the leg's
+    unactuated twists.  Each Φ_i is thus the orthogonal projector onto the complement
+    of the unactuated twists s_i … s_m (eq. 10b: Φ_iᵀ Φ_i = Φ_i Φ_iᵀ = Φ_i) and the
+    product of the factors (1 - p̃_j p̃_jᵀ/δ_j), j ≥ i; it is applied in that form
+    (``apply_phi``) and never stored (``DenocKinematics.projectors`` rebuilds it).
+    The paper shifts the index of Φ by one below k (Φ_{i+2} in (12)); here the
+    product simply skips k.  Out: ``pt`` (C, 6), ``dinv`` (C): 1/δ_i.  Returns -1, or the
+    first column whose δ_i is below ``DELTA_TOL`` ‖s_i‖²: the leg's unactuated joints
+    are dependent (a singularity of the leg).
+    """
+    leg, s, pt, dinv = _i2(pb, _LEG, 10), _f2(pb, _S, 6), _f2(pb, _PT, 6), _f1(pb, _DINV)
+    for l in range(leg.shape[0]):
+        c0, c1, k = leg[l, _C0], leg[l, _C1], leg[l, _K]
+        for i in range(c1 - 1, c0 - 1, -1):
+            if i == k:
+                continue
+            ss = 0.0
+            for r in range(6):
+                pt[i, r] = s[i, r]
+                ss += s[i, r] * s[i, r]
+            x = pt[i]
+            apply_phi(c0, c1, k, i + 1, pt, dinv, x)
+            dd = 0.0
+            for r in range(6):
+                dd += pt[i, r] * pt[i, r]
+            if dd < 1e-2 * ss:
+                # strong cancellation: project once more, so that p̃_i stays orthogonal
+                # to the later p̃_j ("twice is enough")
+                apply_phi(c0, c1, k, i + 1, pt, dinv, x)
+                dd = 0.0
+                for r in range(6):
+                    dd += pt[i, r] * pt[i, r]
+            if not dd > DELTA_TOL * ss:
+                return i
+            dinv[i] = 1.0 / dd
+    return -1
+
+
+@njit(cache=True)
+def platform_jacobian(pb):
+    """Φ = Σ_l Φ_2⁽ˡ⁾ (eq. 14a), its Cholesky factor ``Lc`` and J = Φ⁻¹ [Φ_2 s_k]⁽ˡ⁾ (14b).
+
+    ``JT`` (n, 6) holds Jᵀ: row a is J's column of actuated leg a; ``g`` (L, 6) keeps
+    each leg's Φ_2 s_k (for the multipliers).
+
+    Φ_2⁽ˡ⁾ = 1 - Σ_i p̃_i p̃_iᵀ/δ_i over the leg's unactuated joints.  Legs closing on
+    the ground (``leg[l, _CLOSED]``) have t_e = 0 and no part in Φ; their columns of J
+    are zero, as are those of the legs without actuator.  Returns the Cholesky pivot
+    ratio of Φ (1.0 when no leg reaches a platform; 0.0: singular).
+    """
+    leg, s, pt, dinv = _i2(pb, _LEG, 10), _f2(pb, _S, 6), _f2(pb, _PT, 6), _f1(pb, _DINV)
+    Phi, Lc, JT, G = _f2(pb, _PHI, 6), _f2(pb, _LC, 6), _f2(pb, _JT, 6), _f2(pb, _GG, 6)
+    L = leg.shape[0]
+    n = JT.shape[0]
+    npl = 0
+    for l in range(L):
+        if leg[l, _CLOSED] == 0:
+            npl += 1
+    for a in range(n):
+        for r in range(6):
+            JT[a, r] = 0.0
+    for r in range(6):
+        for c in range(6):
+            Phi[r, c] = float(npl) if r == c else 0.0
+    if npl == 0:
+        return 1.0
+    for l in range(L):
+        if leg[l, _CLOSED] == 1:
+            continue
+        c0, c1, k = leg[l, _C0], leg[l, _C1], leg[l, _K]
+        for i in range(c0, c1):
+            if i == k:
+                continue
+            for r in range(6):
+                a = pt[i, r] * dinv[i]
+                for c in range(r, 6):
+                    Phi[r, c] -= a * pt[i, c]
+    for r in range(6):
+        for c in range(r):
+            Phi[r, c] = Phi[c, r]
+        for c in range(6):
+            Lc[r, c] = Phi[r, c]
+    ratio = cholesky_inplace(Lc, unliteral(6))
+    if not ratio > PIVOT_TOL:
+        return 0.0
+    for l in range(L):
+        k = leg[l, _K]
+        if k < 0 or leg[l, _CLOSED] == 1:
+            continue
+        x = G[l]
+        for r in range(6):
+            x[r] = s[k, r]
+        apply_phi(leg[l, _C0], leg[l, _C1], k, leg[l, _C0], pt, dinv, x)
+        for r in range(6):
+            JT[l, r] = x[r]
+        cholesky_solve(Lc, unliteral(6), JT[l])
+    return ratio
+
+
+@njit(cache=True)
+def leg_rates(pb, th, acc):
+    """Joint rates (or accelerations) of every leg, eqs. (11b) and (12b), base to platform.
+
+    ``th`` (n): the actuated joints' rates (accelerations), in leg order.  The target
+    of leg l is t_e (``acc`` False) or ṫ_e - ξ⁽ˡ⁾ (``acc`` True), with t_e = 0 for a
+    leg closing on the ground.  For i ≠ k: θ_i = p̃_iᵀ (target - Σ_{j<i} s_j θ_j -
+    [i < k] s_k θ_k) / δ_i, the paper's (11b) for i > k and (12b), with
+    t'_e = t_e - s_k θ̇_k (12a), for i < k.  Out (``acc`` False): ``rate`` (C) and
+    ``tw`` (C, 6), the twist Σ_{j<=i} s_j θ̇_j of the body after column i; (``acc``
+    True): ``arate`` and ``ac``, its spatial acceleration Σ_{j<=i} (s_j θ̈_j + b_j),
+    ``b`` (C, 6) the columns' ṡ_j θ̇_j.
+    """
+    leg, s, pt, dinv = _i2(pb, _LEG, 10), _f2(pb, _S, 6), _f2(pb, _PT, 6), _f1(pb, _DINV)
+    b, xi, vec = _f2(pb, _B, 6), _f2(pb, _XI, 6), _f2(pb, _VEC, 6)
+    if acc:
+        rate, cum, te = _f1(pb, _ARATE), _f2(pb, _AC, 6), vec[_AE]
+    else:
+        rate, cum, te = _f1(pb, _RATE), _f2(pb, _TW, 6), vec[_TE]
+    n = th.shape[0]
+    for l in range(leg.shape[0]):
+        c0, c1, k = leg[l, _C0], leg[l, _C1], leg[l, _K]
+        th_k = th[l] if l < n else 0.0
+        if leg[l, _CLOSED] == 1:
+            e0 = e1 = e2 = e3 = e4 = e5 = 0.0
+        else:
+            e0, e1, e2, e3, e4, e5 = te[0], te[1], te[2], te[3], te[4], te[5]
+        if acc:
+            e0 -= xi[l, 0]
+            e1 -= xi[l, 1]
+            e2 -= xi[l, 2]
+            e3 -= xi[l, 3]
+            e4 -= xi[l, 4]
+            e5 -= xi[l, 5]
+        a0 = a1 = a2 = a3 = a4 = a5 = 0.0  # Σ s_j θ_j
+        g0 = g1 = g2 = g3 = g4 = g5 = 0.0  # Σ b_j (accelerations)
+        y0, y1, y2, y3, y4, y5 = e0, e1, e2, e3, e4, e5
+        if k >= 0:
+            # t'_e of (12a), the target below the actuated joint
+            y0 -= s[k, 0] * th_k
+            y1 -= s[k, 1] * th_k
+            y2 -= s[k, 2] * th_k
+            y3 -= s[k, 3] * th_k
+            y4 -= s[k, 4] * th_k
+            y5 -= s[k, 5] * th_k
+        for i in range(c0, c1):
+            if i == k:
+                r = th_k
+                # above k the target is t_e again: its s_k θ_k is now part of Σ s_j θ_j
+                y0, y1, y2, y3, y4, y5 = e0, e1, e2, e3, e4, e5
+            else:
+                r = (
+                    pt[i, 0] * (y0 - a0) + pt[i, 1] * (y1 - a1) + pt[i, 2] * (y2 - a2)
+                    + pt[i, 3] * (y3 - a3) + pt[i, 4] * (y4 - a4) + pt[i, 5] * (y5 - a5)
+                ) * dinv[i]  # fmt: skip
+            rate[i] = r
+            a0 += s[i, 0] * r
+            a1 += s[i, 1] * r
+            a2 += s[i, 2] * r
+            a3 += s[i, 3] * r
+            a4 += s[i, 4] * r
+            a5 += s[i, 5] * r
+            if acc:
+                g0 += b[i, 0]
+                g1 += b[i, 1]
+                g2 += b[i, 2]
+                g3 += b[i, 3]
+                g4 += b[i, 4]
+                g5 += b[i, 5]
+            cum[i, 0] = a0 + g0
+            cum[i, 1] = a1 + g1
+            cum[i, 2] = a2 + g2
+            cum[i, 3] = a3 + g3
+            cum[i, 4] = a4 + g4
+            cum[i, 5] = a5 + g5
+
+
+@njit(cache=True)
+def joint_biases(pb):
+    """b_i = ṡ_i θ̇_i = (t_X ×m s_i) θ̇_i for every column, and ξ = Σ_i b_i per leg.
+
+    The axis of column i is fixed in body X: the body before its joint along the
+    leg (twist ``tw`` of the column before the joint, 0 at the base) or the one
+    after it (``tw`` of the joint's last column); the motion cross product is
+    [ω; v] ×m [ω'; v'] = [ω × ω'; ω × v' + v × ω'].  ``xi`` (L, 6): each leg's
+    ṫ_e when all its θ̈ vanish, the term the paper folds into "the time
+    derivatives of (7a), (8) with necessary algebraic manipulation" (Sec. VI.A).
+    """
+    leg, col, s, tw = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _TW, 6)
+    rate, b, xi = _f1(pb, _RATE), _f2(pb, _B, 6), _f2(pb, _XI, 6)
+    for l in range(leg.shape[0]):
+        c0, c1 = leg[l, _C0], leg[l, _C1]
+        for r in range(6):
+            xi[l, r] = 0.0
+        for i in range(c0, c1):
+            if col[i, _AFTER] == 1:
+                j = col[i, _G1]
+            else:
+                j = col[i, _G0] - 1
+            if j >= c0:
+                t0, t1, t2, t3, t4, t5 = tw[j, 0], tw[j, 1], tw[j, 2], tw[j, 3], tw[j, 4], tw[j, 5]
+            else:
+                t0 = t1 = t2 = t3 = t4 = t5 = 0.0
+            x0, x1, x2, x3, x4, x5 = s[i, 0], s[i, 1], s[i, 2], s[i, 3], s[i, 4], s[i, 5]
+            r = rate[i]
+            b[i, 0] = (t1 * x2 - t2 * x1) * r
+            b[i, 1] = (t2 * x0 - t0 * x2) * r
+            b[i, 2] = (t0 * x1 - t1 * x0) * r
+            b[i, 3] = (t1 * x5 - t2 * x4 + t4 * x2 - t5 * x1) * r
+            b[i, 4] = (t2 * x3 - t0 * x5 + t5 * x0 - t3 * x2) * r
+            b[i, 5] = (t0 * x4 - t1 * x3 + t3 * x1 - t4 * x0) * r
+            for c in range(6):
+                xi[l, c] += b[i, c]
+
+
+@njit(cache=True)
+def denoc_rates(m, d, pb, v):
+    """Projections, J and all joint rates from the actuated ones (eqs. 7–14).
+
+    Needs the tree's poses and S in ``d`` (``fk_kernel``); reads only the actuated
+    entries of ``v``.  Leaves in the plan: E (``vec[_E, :3]``), s, p̃, δ, Φ, J, the
+    column rates ``rate``, twists ``tw``, biases ``b`` and ξ, t_e (``vec[_TE]``),
+    θ̇ (``th``).  Returns the pivot ratio of Φ, or 0.0 with the reason in ``info``
+    (a dependent unactuated joint of a leg, column in ``info[_BADCOL]``; Φ singular).
+    """
+    h = _head(pb)
+    leg, col = _i2(pb, _LEG, 10), _i2(pb, _COL, 11)
+    vec, info, th, JT = _f2(pb, _VEC, 6), _f1(pb, _INFO), _f1(pb, _TH), _f2(pb, _JT, 6)
+    # E: the platform's centre of mass (the world origin without platform)
+    E = vec[_E]
+    pbody = h[4]
+    if pbody >= 0:
+        I6 = m.inertia[pbody]
+        X = d.Xw[pbody]
+        mass = I6[3, 3]
+        c0, c1, c2 = I6[2, 4] / mass, I6[0, 5] / mass, I6[1, 3] / mass
+        for r in range(3):
+            E[r] = X[3, r] + X[r, 0] * c0 + X[r, 1] * c1 + X[r, 2] * c2
+    else:
+        for r in range(3):
+            E[r] = 0.0
+    joint_twists(m, d, pb)
+    bad = projections(pb)
+    if bad >= 0:
+        info[_BADCOL] = bad
+        info[_WHY] = WHY_LEG
+        return 0.0
+    ratio = platform_jacobian(pb)
+    if not ratio > 0.0:
+        info[_WHY] = WHY_PHI
+        return 0.0
+    # θ̇ and t_e = J θ̇ (14b)
+    n = th.shape[0]
+    for a in range(n):
+        th[a] = v[col[leg[a, _K], _IV]] if leg[a, _K] >= 0 else 0.0
+    te = vec[_TE]
+    for r in range(6):
+        x = 0.0
+        for a in range(n):
+            x += JT[a, r] * th[a]
+        te[r] = x
+    # unactuated rates (11b), (12b), leg by leg
+    leg_rates(pb, th, unliteral(False))
+    joint_biases(pb)
+    return ratio
+
+
+@njit(cache=True)
+def denoc_accelerations(pb, thdd, first):
+    """ṫ_e and every column's θ̈ and body acceleration ``ac`` from the actuated θ̈.
+
+    The time derivative of (7a) along each leg gives Σ_i s_i θ̈_i = ṫ_e - ξ, so the
+    same projections apply: Φ ṫ_e = Σ_l Φ_2⁽ˡ⁾ (s_k θ̈_k + ξ⁽ˡ⁾) (the derivative of
+    14a), ṫ_e = J θ̈ + Φ⁻¹ Σ_l Φ_2⁽ˡ⁾ ξ⁽ˡ⁾, then (11b)/(12b) with target ṫ_e - ξ.
+    ``first``: compute Φ⁻¹ Σ_l Φ_2⁽ˡ⁾ ξ⁽ˡ⁾ (kept in ``vec[_Y]``), else reuse it.
+    """
+    leg, pt, dinv = _i2(pb, _LEG, 10), _f2(pb, _PT, 6), _f1(pb, _DINV)
+    vec, xi, JT, Lc = _f2(pb, _VEC, 6), _f2(pb, _XI, 6), _f2(pb, _JT, 6), _f2(pb, _LC, 6)
+    n = thdd.shape[0]
+    ae = vec[_AE]
+    y = vec[_Y]
+    if first:
+        y[:] = 0.0
+        any_platform = False
+        z = vec[_T1]
+        for l in range(leg.shape[0]):
+            if leg[l, _CLOSED] == 0:
+                any_platform = True
+                for r in range(6):
+                    z[r] = xi[l, r]
+                apply_phi(leg[l, _C0], leg[l, _C1], leg[l, _K], leg[l, _C0], pt, dinv, z)
+                for r in range(6):
+                    y[r] += z[r]
+        if any_platform:
+            cholesky_solve(Lc, unliteral(6), y)
+    for r in range(6):
+        x = y[r]
+        for a in range(n):
+            x += JT[a, r] * thdd[a]
+        ae[r] = x
+    leg_rates(pb, thdd, unliteral(True))
+
+
+# --------------------------------------------------------------------------- dynamics
+@njit(cache=True)
+def body_inertias(m, d, pb):
+    """M_i of eq. (2) of every leg body and of the platform, about E in world axes.
+
+    ``bslot`` (nb): slot of each body (``ON_BASE``: skipped, ``ON_PLATFORM``: the last
+    slot); bodies welded together share a slot and their inertias add.
+    """
+    bslot, Ms, vec = _i1(pb, _BSLOT), _f3(pb, _MS, 6, 6), _f2(pb, _VEC, 6)
+    E, p = vec[_E], vec[_T1]
+    Xw, inertia = d.Xw, m.inertia
+    NS = Ms.shape[0] - 1
+    for sl in range(NS + 1):
+        for r in range(6):
+            for c in range(6):
+                Ms[sl, r, c] = 0.0
+    for i in range(bslot.shape[0]):
+        sl = bslot[i]
+        if sl == ON_BASE:
+            continue
+        if sl == ON_PLATFORM:
+            sl = NS
+        for r in range(3):
+            p[r] = Xw[i, 3, r] - E[r]
+        rigid_inertia_to_parent_add(Xw[i, :3], p, inertia[i], Ms[sl])
+
+
+@njit(cache=True, inline="always")
+def _wrench(M, t, a, gravity, out):
+    """out = M (a - g) + t ×* (M t): the Newton–Euler wrench of eq. (18a) about E.
+
+    Gravity enters as an acceleration of the base (the paper's Sec. IV, after [15]);
+    the force cross product is [ω; v] ×* [n; f] = [ω × n + v × f; ω × f].
+    """
+    a3, a4, a5 = a[3] - gravity[0], a[4] - gravity[1], a[5] - gravity[2]
+    t0, t1, t2, t3, t4, t5 = t[0], t[1], t[2], t[3], t[4], t[5]
+    n0 = M[0, 0] * t0 + M[0, 1] * t1 + M[0, 2] * t2 + M[0, 3] * t3 + M[0, 4] * t4 + M[0, 5] * t5
+    n1 = M[1, 0] * t0 + M[1, 1] * t1 + M[1, 2] * t2 + M[1, 3] * t3 + M[1, 4] * t4 + M[1, 5] * t5
+    n2 = M[2, 0] * t0 + M[2, 1] * t1 + M[2, 2] * t2 + M[2, 3] * t3 + M[2, 4] * t4 + M[2, 5] * t5
+    f0 = M[3, 0] * t0 + M[3, 1] * t1 + M[3, 2] * t2 + M[3, 3] * t3 + M[3, 4] * t4 + M[3, 5] * t5
+    f1 = M[4, 0] * t0 + M[4, 1] * t1 + M[4, 2] * t2 + M[4, 3] * t3 + M[4, 4] * t4 + M[4, 5] * t5
+    f2 = M[5, 0] * t0 + M[5, 1] * t1 + M[5, 2] * t2 + M[5, 3] * t3 + M[5, 4] * t4 + M[5, 5] * t5
+    for r in range(6):
+        out[r] = (
+            M[r, 0] * a[0] + M[r, 1] * a[1] + M[r, 2] * a[2] + M[r, 3] * a3 + M[r, 4] * a4
+            + M[r, 5] * a5
+        )  # fmt: skip
+    out[0] += t1 * n2 - t2 * n1 + t4 * f2 - t5 * f1
+    out[1] += t2 * n0 - t0 * n2 + t5 * f0 - t3 * f2
+    out[2] += t0 * n1 - t1 * n0 + t3 * f1 - t4 * f0
+    out[3] += t1 * f2 - t2 * f1
+    out[4] += t2 * f0 - t0 * f2
+    out[5] += t0 * f1 - t1 * f0
+
+
+@njit(cache=True)
+def body_wrenches(m, pb):
+    """w_i = M_i (ṫ_i - g) + t_i ×* M_i t_i (eq. 18a) of every leg body and of the platform.
+
+    ``slotcol`` (NS): the column after which each leg body sits, whose ``tw`` and ``ac``
+    are the body's twist and acceleration; the platform (last slot) has t_e, ṫ_e.
+    """
+    slotcol, Ms, ws = _i1(pb, _SLOTCOL), _f3(pb, _MS, 6, 6), _f2(pb, _WS, 6)
+    tw, ac, vec = _f2(pb, _TW, 6), _f2(pb, _AC, 6), _f2(pb, _VEC, 6)
+    gravity = m.gravity
+    NS = slotcol.shape[0]
+    for sl in range(NS):
+        c = slotcol[sl]
+        _wrench(Ms[sl], tw[c], ac[c], gravity, ws[sl])
+    _wrench(Ms[NS], vec[_TE], vec[_AE], gravity, ws[NS])
+
+
+@njit(cache=True)
+def backward_pass(pb, tau, want_gim):
+    """IDA-1/2 (eqs. 20–23) and, if ``want_gim``, FDA-1/2 (eqs. 27–33), leg by leg.
+
+    Each leg's body twists are linear in y = (t_e, θ̇_k) (7 numbers):
+    t_i = Ψ_i t_{i-1} + s_i ρ_iᵀ y (15a–e), with Ψ_i = 1 - s_i p̃_iᵀ/δ_i (15f),
+    ρ_i = (p̃_i, -[i < k] p̃_iᵀ s_k)/δ_i for unactuated i and ρ_k = e_7 (Ψ_k = 1).
+
+    IDA-1 (21): w̃_i = w_i + Ψ_{i+1}ᵀ w̃_{i+1}, i.e. w̃ ← w̃ - p̃_i f_i/δ_i with
+    f_i = s_iᵀ w̃_i - τ_i (τ_i: the joint force ``tau`` applied to coordinate i);
+    IDA-2 (22)–(23): the leg's generalized force on y, l7 = Σ_i ρ_i f_i (6 + 1
+    numbers; the first six, g = Σ_{i≠k} p̃_i f_i/δ_i, act on the platform).
+
+    FDA-1 (28): the composite inertia with the modified propagation,
+    M̃_i = M_i + Ψ_{i+1}ᵀ M̃_{i+1} Ψ_{i+1}, and FDA-2 (29)–(33): the sums of its
+    blocks that the paper writes M̃_(pq:rs), here accumulated by the backward
+    recursion E_i(t_{i-1}, y) = t_{i-1}ᵀ P_i t_{i-1} + 2 t_{i-1}ᵀ Q_i y + yᵀ R_i y of
+    the leg's kinetic energy (×2): P_i = Ψ_iᵀ M̃_i Ψ_i, Q_i = Ψ_iᵀ (M̃_i s_i ρ_iᵀ +
+    Q_{i+1}), R_i = R_{i+1} + ρ_i s_iᵀM̃_i s_i ρ_iᵀ + ρ_i s_iᵀQ_{i+1} + Q_{i+1}ᵀ s_i ρ_iᵀ;
+    ``R7[l]`` = R_1 = [[X⁽ˡ⁾, Y⁽ˡ⁾], [Y⁽ˡ⁾ᵀ, Z⁽ˡ⁾]] (X, Y of eqs. 31–32).
+    Scratch: ``P`` (6, 6), ``Q`` (6, 7), ``rv`` (3, 7).  Cost O(m) per leg.
+    """
+    leg, col, s, pt = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _PT, 6)
+    dinv, ws, Ms = _f1(pb, _DINV), _f2(pb, _WS, 6), _f3(pb, _MS, 6, 6)
+    l7, R7, P, Q, rv = (
+        _f2(pb, _L7, 7), _f3(pb, _R7, 7, 7), _f2(pb, _PP, 6), _f2(pb, _QQ, 7), _f2(pb, _RV, 7)
+    )  # fmt: skip
+    for l in range(leg.shape[0]):
+        c0, c1, k = leg[l, _C0], leg[l, _C1], leg[l, _K]
+        w0 = w1 = w2 = w3 = w4 = w5 = 0.0  # w̃ (IDA-1)
+        started = False  # a leg body met (FDA: P, Q, R are zero before)
+        for r in range(7):
+            l7[l, r] = 0.0
+        if want_gim:
+            P[:, :] = 0.0
+            Q[:, :] = 0.0
+            R7[l, :, :] = 0.0
+        for i in range(c1 - 1, c0 - 1, -1):
+            sl = col[i, _SLOT]
+            if sl >= 0:
+                w0 += ws[sl, 0]
+                w1 += ws[sl, 1]
+                w2 += ws[sl, 2]
+                w3 += ws[sl, 3]
+                w4 += ws[sl, 4]
+                w5 += ws[sl, 5]
+            # IDA-1: f_i = s_iᵀ w̃_i (minus an applied joint force)
+            f = (
+                s[i, 0] * w0 + s[i, 1] * w1 + s[i, 2] * w2 + s[i, 3] * w3 + s[i, 4] * w4
+                + s[i, 5] * w5
+            )  # fmt: skip
+            if col[i, _IV] >= 0:
+                f -= tau[col[i, _IV]]
+            # ρ_i (7)
+            rho = rv[0]
+            if i == k:
+                for r in range(6):
+                    rho[r] = 0.0
+                rho[6] = 1.0
+                l7[l, 6] += f
+            else:
+                inv = dinv[i]
+                for r in range(6):
+                    rho[r] = pt[i, r] * inv
+                rho[6] = 0.0
+                if i < k:
+                    rho[6] = -(
+                        pt[i, 0] * s[k, 0] + pt[i, 1] * s[k, 1] + pt[i, 2] * s[k, 2]
+                        + pt[i, 3] * s[k, 3] + pt[i, 4] * s[k, 4] + pt[i, 5] * s[k, 5]
+                    ) * inv  # fmt: skip
+                for r in range(7):
+                    l7[l, r] += rho[r] * f
+                # w̃ ← Ψ_iᵀ w̃ = w̃ - p̃_i f_i / δ_i
+                c = f * inv
+                w0 -= pt[i, 0] * c
+                w1 -= pt[i, 1] * c
+                w2 -= pt[i, 2] * c
+                w3 -= pt[i, 3] * c
+                w4 -= pt[i, 4] * c
+                w5 -= pt[i, 5] * c
+            if sl >= 0:
+                started = True
+            if not (want_gim and started):
+                continue  # FDA: nothing accumulated yet past the platform end of the leg
+            # FDA-1: M̃_i = M_i + P_{i+1} (kept in P), u = M̃_i s_i, σ = s_iᵀ u
+            if sl >= 0:
+                for r in range(6):
+                    for c in range(6):
+                        P[r, c] += Ms[sl, r, c]
+            u = rv[1]
+            sig = 0.0
+            for r in range(6):
+                x = 0.0
+                for c in range(6):
+                    x += P[r, c] * s[i, c]
+                u[r] = x
+                sig += s[i, r] * x
+            # Q's last column is zero until the actuated joint (legs are swept from the
+            # platform end): past it only six columns of Q and R take part
+            nq = 7 if i <= k else 6
+            sQ = rv[2]
+            for c in range(nq):
+                x = 0.0
+                for r in range(6):
+                    x += s[i, r] * Q[r, c]
+                sQ[c] = x
+            if i == k:
+                # ρ = e_7, Ψ_k = 1: R[:, 6] += sQ (+ σ on the diagonal), Q[:, 6] += u
+                for r in range(6):
+                    R7[l, r, 6] += sQ[r]
+                    Q[r, 6] += u[r]
+                R7[l, 6, 6] += sig + 2.0 * sQ[6]
+                continue
+            # R += σ ρρᵀ + ρ sQᵀ + sQ ρᵀ = ρ zᵀ + z ρᵀ with z = σ/2 ρ + sQ (upper triangle)
+            hs = 0.5 * sig
+            for c in range(nq):
+                sQ[c] += hs * rho[c]
+            for r in range(nq):
+                for c in range(r, nq):
+                    R7[l, r, c] += rho[r] * sQ[c] + sQ[r] * rho[c]
+            if i == c0:
+                continue  # t_0 = 0: P_1 and Q_1 are never used
+            # Q ← Ψ_iᵀ (Q + u ρᵀ) = Q + u ρᵀ - p̃_i (s_iᵀQ + σ ρᵀ) / δ_i
+            inv = dinv[i]
+            for c in range(nq):
+                x = (sQ[c] + hs * rho[c]) * inv
+                for r in range(6):
+                    Q[r, c] += u[r] * rho[c] - pt[i, r] * x
+            # P ← Ψ_iᵀ M̃_i Ψ_i = M̃ - (p̃ uᵀ + u p̃ᵀ)/δ + σ p̃ p̃ᵀ/δ² (symmetric)
+            sd = sig * inv * inv
+            for r in range(6):
+                pr, ur = pt[i, r], u[r]
+                for c in range(r, 6):
+                    x = P[r, c] - (pr * u[c] + ur * pt[i, c]) * inv + sd * pr * pt[i, c]
+                    P[r, c] = x
+                    P[c, r] = x
+        if want_gim:
+            for r in range(7):
+                for c in range(r):
+                    R7[l, r, c] = R7[l, c, r]
+
+
+@njit(cache=True)
+def denoc_inverse_dynamics(m, d, pb, tau, want_gim):
+    """IDA-1..3 (eqs. 20–24) at the accelerations left by ``denoc_accelerations``.
+
+    ``thdd`` of the plan is overwritten by the generalized forces
+    r_a = Nᵀ w - (applied ``tau``) = l7_a[6] + J_aᵀ w̄, w̄ = w_e + Σ_l g⁽ˡ⁾ (IDA-2's
+    w̄_k of eq. 22, reduced by p_kᵀ as in IDA-3, eq. 24).  With ``want_gim`` the
+    legs' R⁽ˡ⁾ of FDA-1/2 are formed in the same backward pass.
+    """
+    body_inertias(m, d, pb)
+    body_wrenches(m, pb)
+    backward_pass(pb, tau, want_gim)
+    leg, ws, l7, JT = _i2(pb, _LEG, 10), _f2(pb, _WS, 6), _f2(pb, _L7, 7), _f2(pb, _JT, 6)
+    vec, thdd = _f2(pb, _VEC, 6), _f1(pb, _THDD)
+    NS = ws.shape[0] - 1
+    wbar = vec[_WBAR]
+    for r in range(6):
+        wbar[r] = ws[NS, r]
+    for l in range(leg.shape[0]):
+        if leg[l, _CLOSED] == 0:
+            for r in range(6):
+                wbar[r] += l7[l, r]
+    for a in range(thdd.shape[0]):
+        x = l7[a, 6]
+        for r in range(6):
+            x += JT[a, r] * wbar[r]
+        thdd[a] = x
+
+
+@njit(cache=True)
+def generalized_inertia(pb):
+    """FDA-2/3 (eqs. 29–34): the n×n GIM I = Nᵀ M N in the actuated rates, into ``Ig``.
+
+    With t_e = J θ̇ (14b) and each leg's kinetic energy yᵀ R⁽ˡ⁾ y/2 in y = (t_e,
+    θ̇_k): X = M_e + Σ_l X⁽ˡ⁾ (31), and I_ab = J_aᵀ X J_b + J_aᵀ Y⁽ᵇ⁾ + Y⁽ᵃ⁾ᵀ J_b +
+    δ_ab Z⁽ᵃ⁾ (30), the paper's M̄_ab reduced by p_k⁽ᵃ⁾ᵀ · p_k⁽ᵇ⁾ (34).  Legs closing
+    on the ground contribute Z only (their t_e is 0).  Scratch: ``X`` (6, 6),
+    ``XJ`` (n, 6): (X J)ᵀ.
+    """
+    leg, JT, R7, Ms = _i2(pb, _LEG, 10), _f2(pb, _JT, 6), _f3(pb, _R7, 7, 7), _f3(pb, _MS, 6, 6)
+    X, XJ, Ig = _f2(pb, _XX, 6), _f2(pb, _XJ, 6), _f2(pb, _IG, JT.shape[0])
+    Me = Ms[Ms.shape[0] - 1]
+    n = Ig.shape[0]
+    for r in range(6):
+        for c in range(6):
+            X[r, c] = Me[r, c]
+    for l in range(leg.shape[0]):
+        if leg[l, _CLOSED] == 0:
+            for r in range(6):
+                for c in range(6):
+                    X[r, c] += R7[l, r, c]
+    for b in range(n):
+        for r in range(6):
+            x = 0.0
+            for c in range(6):
+                x += X[r, c] * JT[b, c]
+            XJ[b, r] = x
+    for a in range(n):
+        for b in range(a + 1):
+            x = 0.0
+            for r in range(6):
+                x += JT[a, r] * (XJ[b, r] + R7[b, r, 6]) + R7[a, r, 6] * JT[b, r]
+            if a == b:
+                x += R7[a, 6, 6]
+            Ig[a, b] = x
+            Ig[b, a] = x
+
+
+# ------------------------------------------------------------------ closure multipliers
+@njit(cache=True)
+def row_wrenches(m, d, pb):
+    """ζ_a (r, 6): the unit wrench about E, world axes, of independent row a on body B.
+
+    A translation row's multiplier is a force along u (world) at B's origin p_B:
+    ζ = [(p_B - E) × u; u]; a rotation row's a moment about n: ζ = [n; 0]
+    (``loopdyn.kinematics.closures``).  Row a's velocity constraint is ζ_aᵀ(t_B - t_A).
+    Needs ``closure_terms`` (``d.rw``, ``d.cw``) and E.
+    """
+    zr, E = _f2(pb, _ZR, 6), _f2(pb, _VEC, 6)[_E]
+    rows, rw, cw, row_int = d.rows, d.rw, d.cw, m.row_int
+    for a in range(rows.shape[0]):
+        ra = rows[a]
+        if row_int[ra, 1] == TRANSLATION:
+            u = rw[ra, 0]
+            P = cw[row_int[ra, 0], _CW_PB]
+            d0, d1, d2 = P[0] - E[0], P[1] - E[1], P[2] - E[2]
+            zr[a, 0] = d1 * u[2] - d2 * u[1]
+            zr[a, 1] = d2 * u[0] - d0 * u[2]
+            zr[a, 2] = d0 * u[1] - d1 * u[0]
+            zr[a, 3] = u[0]
+            zr[a, 4] = u[1]
+            zr[a, 5] = u[2]
+        else:
+            nw = rw[ra, 2]
+            for c in range(3):
+                zr[a, c] = nw[c]
+                zr[a, 3 + c] = 0.0
+
+
+@njit(cache=True)
+def _psd_solve(A, x):
+    """x ← a solution y of A y = x for a symmetric positive semi-definite 6×6 A and a
+    consistent x: Cholesky in place, columns whose pivot is below ``NULL_TOL`` times the
+    largest diagonal entry taken as null (their y entries 0)."""
+    dmax = 0.0
+    for j in range(6):
+        dmax = max(dmax, A[j, j])
+    tol = NULL_TOL * dmax
+    for j in range(6):
+        s = A[j, j]
+        for c in range(j):
+            s -= A[j, c] * A[j, c]
+        if not s > tol:
+            for r in range(j, 6):
+                A[r, j] = 0.0
+            continue
+        dj = s**0.5
+        A[j, j] = dj
+        for r in range(j + 1, 6):
+            t = A[r, j]
+            for c in range(j):
+                t -= A[r, c] * A[j, c]
+            A[r, j] = t / dj
+    for j in range(6):
+        if A[j, j] == 0.0:
+            x[j] = 0.0
+            continue
+        s = x[j]
+        for c in range(j):
+            s -= A[j, c] * x[c]
+        x[j] = s / A[j, j]
+    for j in range(5, -1, -1):
+        if A[j, j] == 0.0:
+            x[j] = 0.0
+            continue
+        s = x[j]
+        for r in range(j + 1, 6):
+            s -= A[r, j] * x[r]
+        x[j] = s / A[j, j]
+
+
+@njit(cache=True)
+def transmitted_wrenches(pb, tau):
+    """T[l]: the wrench leg l transmits through its cut joint (base side on platform side,
+    about E), from the body wrenches ``ws`` of the current accelerations and the joint
+    forces ``tau`` (nv).  See the module docstring: per leg the backward sweep gives
+    T0 on the span of the leg's columns (c_i = b_i - s_iᵀA, A += p̃_i c_i/δ_i with
+    b_i = τ_i - s_iᵀW_{≥i}; the actuated column by β = (b_k - s_kᵀA)/|g|², g = Φ_2 s_k);
+    the platform's balance fixes the part in range(P_l)."""
+    h = _head(pb)
+    leg, col, s, pt = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _PT, 6)
+    dinv, ws, G, T = _f1(pb, _DINV), _f2(pb, _WS, 6), _f2(pb, _GG, 6), _f2(pb, _TT, 6)
+    Wc, bk, vec, Phi, A6 = (
+        _f2(pb, _WC, 6), _f1(pb, _BK), _f2(pb, _VEC, 6), _f2(pb, _PHI, 6), _f2(pb, _PP, 6)
+    )  # fmt: skip
+    L = leg.shape[0]
+    # Σ_l P_l ≠ 0 only if a leg reaching the platform has fewer than six independent
+    # columns (P_l projects onto the wrenches its columns do not span)
+    need = False
+    for l in range(L):
+        c0, c1, k, g1 = leg[l, _C0], leg[l, _C1], leg[l, _K], leg[l, _G1L]
+        if leg[l, _CLOSED] == 0 and (c1 - c0 < 6 or k < 0):
+            need = True
+        w0 = w1 = w2 = w3 = w4 = w5 = 0.0  # W: the bodies beyond the current joint
+        a0 = a1 = a2 = a3 = a4 = a5 = 0.0  # A = Σ p̃_j c_j / δ_j
+        for i in range(c1 - 1, c0 - 1, -1):
+            sl = col[i, _SLOT]
+            if sl >= 0:
+                w0 += ws[sl, 0]
+                w1 += ws[sl, 1]
+                w2 += ws[sl, 2]
+                w3 += ws[sl, 3]
+                w4 += ws[sl, 4]
+                w5 += ws[sl, 5]
+            if i == g1:
+                Wc[l, 0], Wc[l, 1], Wc[l, 2] = w0, w1, w2
+                Wc[l, 3], Wc[l, 4], Wc[l, 5] = w3, w4, w5
+            iv = col[i, _IV]
+            bi = tau[iv] if iv >= 0 else 0.0
+            bi -= (
+                s[i, 0] * w0 + s[i, 1] * w1 + s[i, 2] * w2 + s[i, 3] * w3 + s[i, 4] * w4
+                + s[i, 5] * w5
+            )  # fmt: skip
+            if i == k:
+                bk[l] = bi
+                continue
+            ci = (
+                bi
+                - (
+                    s[i, 0] * a0 + s[i, 1] * a1 + s[i, 2] * a2 + s[i, 3] * a3 + s[i, 4] * a4
+                    + s[i, 5] * a5
+                )
+            ) * dinv[i]  # fmt: skip
+            a0 += pt[i, 0] * ci
+            a1 += pt[i, 1] * ci
+            a2 += pt[i, 2] * ci
+            a3 += pt[i, 3] * ci
+            a4 += pt[i, 4] * ci
+            a5 += pt[i, 5] * ci
+        T[l, 0], T[l, 1], T[l, 2], T[l, 3], T[l, 4], T[l, 5] = a0, a1, a2, a3, a4, a5
+        if k >= 0 and leg[l, _CLOSED] == 0:
+            gg = 0.0
+            sa = 0.0
+            for r in range(6):
+                gg += G[l, r] * G[l, r]
+                sa += s[k, r] * T[l, r]
+            ss = 0.0
+            for r in range(6):
+                ss += s[k, r] * s[k, r]
+            if gg > DELTA_TOL * ss:
+                beta = (bk[l] - sa) / gg
+                for r in range(6):
+                    T[l, r] += beta * G[l, r]
+            else:
+                G[l, :] = 0.0  # the actuated twist lies in the span of the others
+                need = True
+    if h[4] >= 0 and need:
+        # the platform: Σ_l T_end⁽ˡ⁾ = w_e; (Σ_l P_l) y = w_e - Σ_l T0⁽ˡ⁾, μ_l = P_l y
+        NS = ws.shape[0] - 1
+        y = vec[_T1]
+        for r in range(6):
+            y[r] = ws[NS, r]
+            for c in range(6):
+                A6[r, c] = Phi[r, c]
+        for l in range(L):
+            if leg[l, _CLOSED] == 1:
+                continue
+            for r in range(6):
+                y[r] -= T[l, r]
+            gg = _gnorm2(G, l) if leg[l, _K] >= 0 else 0.0
+            if gg > 0.0:
+                for r in range(6):
+                    for c in range(6):
+                        A6[r, c] -= G[l, r] * G[l, c] / gg
+        _psd_solve(A6, y)
+        z = vec[_T2]
+        for l in range(L):
+            if leg[l, _CLOSED] == 1 or leg[l, _CL] < 0:
+                continue
+            for r in range(6):
+                z[r] = y[r]
+            k = leg[l, _K]
+            apply_phi(leg[l, _C0], leg[l, _C1], k, leg[l, _C0], pt, dinv, z)
+            if k >= 0:
+                gg = _gnorm2(G, l)
+                if gg > 0.0:
+                    gy = 0.0
+                    for r in range(6):
+                        gy += G[l, r] * y[r]
+                    for r in range(6):
+                        z[r] -= G[l, r] * gy / gg
+            for r in range(6):
+                T[l, r] += z[r]
+    # the wrench through the cut joint: T_g = T_end + W_{>g}
+    for l in range(L):
+        if leg[l, _CL] >= 0:
+            for r in range(6):
+                T[l, r] += Wc[l, r]
+
+
+@njit(cache=True, inline="always")
+def _gnorm2(G, l):
+    return (
+        G[l, 0] * G[l, 0] + G[l, 1] * G[l, 1] + G[l, 2] * G[l, 2] + G[l, 3] * G[l, 3]
+        + G[l, 4] * G[l, 4] + G[l, 5] * G[l, 5]
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def fit_multipliers(pb, lam):
+    """λ of each closure's independent rows from its transmitted wrench: Σ_r λ_r ζ_r = σ T_g
+    (σ = +1 when the leg crosses the closure from frame A to frame B), least squares
+    over the closure's p ≤ 6 rows (Cholesky of ZᵀZ).  Returns the smallest pivot ratio
+    (1.0 without rows; 0.0: a closure's row wrenches are dependent)."""
+    leg, zr, T = _i2(pb, _LEG, 10), _f2(pb, _ZR, 6), _f2(pb, _TT, 6)
+    N, rhs = _f2(pb, _XX, 6), _f2(pb, _VEC, 6)[_T1]
+    ratio = 1.0
+    for l in range(leg.shape[0]):
+        a0, p = leg[l, _A0], leg[l, _P]
+        if p == 0:
+            continue
+        sig = float(leg[l, _SIG])
+        for i in range(p):
+            x = 0.0
+            for r in range(6):
+                x += zr[a0 + i, r] * T[l, r]
+            rhs[i] = sig * x
+            for j in range(i + 1):
+                x = 0.0
+                for r in range(6):
+                    x += zr[a0 + i, r] * zr[a0 + j, r]
+                N[i, j] = x
+        rt = cholesky_inplace(N, p)
+        if not rt > PIVOT_TOL:
+            return 0.0
+        ratio = min(ratio, rt)
+        cholesky_solve(N, p, rhs)
+        for i in range(p):
+            lam[a0 + i] = rhs[i]
+    return ratio
+
+
+@njit(cache=True)
+def loop_product(pb, x, out, jr):
+    """out[a] = J_a x for every independent row a, and jr[a] = |J_a|∞, loop by loop.
+
+    Row a of closure k on leg l: J_a x = σ ζ_aᵀ (Σ_{hanger columns} s_c x_c -
+    Σ_{tree columns of leg l} s_c x_c) (the twist of the platform side minus that of
+    the base side of the cut joint; no hanger term for a leg closing on the ground),
+    the entries of J on the loop's coordinates only.
+    """
+    h = _head(pb)
+    leg, col, s, zr = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _ZR, 6)
+    hg = h[5]
+    for l in range(leg.shape[0]):
+        a0, p = leg[l, _A0], leg[l, _P]
+        sig = float(leg[l, _SIG])
+        up = leg[l, _CLOSED] == 0 and hg >= 0
+        for a in range(a0, a0 + p):
+            z0, z1, z2, z3, z4, z5 = zr[a, 0], zr[a, 1], zr[a, 2], zr[a, 3], zr[a, 4], zr[a, 5]
+            acc = 0.0
+            jm = 0.0
+            if up:
+                for c in range(leg[hg, _C0], leg[hg, _C1]):
+                    val = (
+                        z0 * s[c, 0] + z1 * s[c, 1] + z2 * s[c, 2] + z3 * s[c, 3]
+                        + z4 * s[c, 4] + z5 * s[c, 5]
+                    )  # fmt: skip
+                    acc += val * x[col[c, _IV]]
+                    jm = max(jm, abs(val))
+            for c in range(leg[l, _C0], leg[l, _C1]):
+                iv = col[c, _IV]
+                if iv < 0:
+                    continue
+                val = (
+                    z0 * s[c, 0] + z1 * s[c, 1] + z2 * s[c, 2] + z3 * s[c, 3] + z4 * s[c, 4]
+                    + z5 * s[c, 5]
+                )  # fmt: skip
+                acc -= val * x[iv]
+                jm = max(jm, abs(val))
+            out[a] = sig * acc
+            jr[a] = jm
+
+
+@njit(cache=True)
+def loop_check(m, d, pb, quality, qdd, lam, ascale):
+    """``methods.common.accept`` on the loops' rows: ``quality`` if q̈ and λ are finite and
+    |J q̈ - γ|∞ <= RESIDUAL_TOL (|J|∞ max(|q̈|∞, a) + |γ|∞) over the independent rows,
+    J q̈ by ``loop_product`` (no dense J); else ``NONFINITE_OUTPUT`` or ``INACCURATE``."""
+    r = d.nrows
+    if not (all_finite(qdd) and all_finite(lam[:r])):
+        return NONFINITE_OUTPUT
+    jx, jr = _f1(pb, _JX), _f1(pb, _JR)
+    loop_product(pb, as_input(qdd), jx, jr)
+    qmax = max(ascale, max_abs(qdd))
+    res = 0.0
+    scale = 0.0
+    gamma, rows = d.gamma, d.rows
+    for a in range(r):
+        g = gamma[rows[a]]
+        res = max(res, abs(jx[a] - g))
+        scale = max(scale, jr[a] * qmax + abs(g))
+    rel = res / scale if scale > 0.0 else res
+    d.diag[DIAG_QUALITY] = quality
+    d.diag[DIAG_RESIDUAL] = rel
+    d.diag[DIAG_ASCALE] = qmax
+    if rel > RESIDUAL_TOL:
+        return INACCURATE
+    return quality
+
+
+@njit(cache=True)
+def force_residual(m, d, pb, qdd, tau, lam):
+    """The equations of motion with the multipliers: M q̈ + h - τ - Jᵀλ, by two RNEA passes
+    (without and with the closure loads of λ, ``methods.common.closure_loads``).
+
+    Needs the tree's velocities (``fk_kernel`` with v); overwrites ``d.A``.  Writes to
+    ``info``: the residual's 2-norm and ∞-norm and the 2-norm of M q̈ + h; returns
+    the ∞-norm scale |M q̈ + h|∞ + |Jᵀλ|∞ + |τ|∞.
+    """
+    info, x, tauc = _f1(pb, _INFO), d.x, d.tauc
+    n = m.nv
+    fx = as_input(d.fext)
+    rnea_from_kinematics(m, d, qdd, as_input(d.fext[:0]), x)
+    b2 = 0.0
+    bmax = 0.0
+    for j in range(n):
+        b2 += x[j] * x[j]
+        bmax = max(bmax, abs(x[j]))
+    # Jᵀλ = (M q̈ + h) - rnea(q̈, closure loads) + couplings' joint forces
+    for j in range(n):
+        d.phi[j] = x[j]
+    closure_loads(m, d, d.rows, lam, d.fext, tauc)
+    rnea_from_kinematics(m, d, qdd, fx, x)
+    r2 = 0.0
+    rinf = 0.0
+    jmax = 0.0
+    tmax = 0.0
+    for j in range(n):
+        jl = d.phi[j] - x[j] + tauc[j]
+        e = d.phi[j] - tau[j] - jl
+        r2 += e * e
+        rinf = max(rinf, abs(e))
+        jmax = max(jmax, abs(jl))
+        tmax = max(tmax, abs(tau[j]))
+    info[_RES2] = r2**0.5
+    info[_RESINF] = rinf
+    info[_B2] = b2**0.5
+    return bmax + jmax + tmax
+
+
+# ------------------------------------------------------------------------ algorithms
+@njit(cache=True)
+def _kinematics(m, d, pb, q, v):
+    """Tree kinematics with velocities, the closures' frames, row vectors and γ
+    (``closure_terms`` without the dense J), then DeNOC's rates and the row wrenches.
+    Returns Φ's pivot ratio or 0.0 (``info`` says why)."""
+    fk_kernel(m, d, q, v)
+    bias_accelerations(m, d)
+    closure_terms(m, d, q, unliteral(True), unliteral(False))
+    ratio = denoc_rates(m, d, pb, v)
+    if ratio > 0.0:
+        row_wrenches(m, d, pb)
+    return ratio
+
+
+@njit(cache=True)
+def denoc_kernel(m, d, pb, q, v, tau, qdd, lam):
+    """Forward dynamics: q̈ (every tree coordinate) and λ (``d.rows`` order) from (q, v, τ).
+
+    1. kinematics and all rates from θ̇ = v[actuated] (``denoc_rates``);
+    2. C θ̇ + gravity - τ by the inverse dynamics with θ̈ = 0, together with the legs'
+       FDA-1/2 reductions (``denoc_inverse_dynamics``);
+    3. the GIM I (``generalized_inertia``) and I θ̈ = τ - C θ̇ (eq. 25, Cholesky);
+    4. θ̈ of every joint from θ̈ (``denoc_accelerations``), written to q̈;
+    5. λ from the legs' transmitted wrenches, then the acceptance check on the loops.
+    Returns the smallest pivot ratio (> 0) or a status < 0 (``methods.common``).
+    """
+    ratio = _kinematics(m, d, pb, q, v)
+    if not ratio > 0.0:
+        return SINGULAR
+    col, thdd, arate, info = _i2(pb, _COL, 11), _f1(pb, _THDD), _f1(pb, _ARATE), _f1(pb, _INFO)
+    n = thdd.shape[0]
+    Ig, Lg = _f2(pb, _IG, n), _f2(pb, _LG, n)
+    thdd[:] = 0.0
+    denoc_accelerations(pb, thdd, unliteral(True))
+    ascale = max_abs(arate)  # the velocity-product accelerations q̈ combines with N θ̈
+    denoc_inverse_dynamics(m, d, pb, tau, unliteral(True))
+    generalized_inertia(pb)
+    for a in range(n):
+        for c in range(n):
+            Lg[a, c] = Ig[a, c]
+    gratio = cholesky_inplace(Lg, n)
+    if not gratio > PIVOT_TOL:
+        info[_WHY] = WHY_GIM
+        return SINGULAR
+    # I θ̈ = -(C θ̇ + g - τ)
+    for a in range(n):
+        thdd[a] = -thdd[a]
+    cholesky_solve(Lg, n, thdd)
+    denoc_accelerations(pb, thdd, unliteral(False))
+    for i in range(col.shape[0]):
+        iv = col[i, _IV]
+        if iv >= 0:
+            qdd[iv] = arate[i]
+    # λ from the transmitted wrenches at these accelerations
+    body_wrenches(m, pb)
+    transmitted_wrenches(pb, tau)
+    lratio = fit_multipliers(pb, lam)
+    if not lratio > PIVOT_TOL:
+        info[_WHY] = WHY_LAMBDA
+        return SINGULAR
+    quality = min(ratio, gratio, lratio)
+    st = loop_check(m, d, pb, quality, qdd, lam, ascale)
+    if st > 0.0 and d.nrows < m.nr:
+        # redundant rows were dropped: the fit is exact only if the kept rows carry the
+        # transmitted wrenches; check the equations of motion with λ
+        scale = force_residual(m, d, pb, as_input(qdd), tau, lam)
+        if not info[_RESINF] <= 100.0 * RESIDUAL_TOL * scale:
+            return INACCURATE
+    return st
+
+
+@njit(cache=True)
+def denoc_inverse_kernel(m, d, pb, q, v, qdd, tau, lam):
+    """Inverse dynamics: joint forces ``tau`` (nv, non-zero on the actuated coordinates)
+    producing the actuated accelerations ``qdd[actuated]`` at (q, v) (IDA-1..3), and the
+    closure multipliers ``lam`` of that motion.  Writes to ``info`` the residual of the
+    equations of motion with the given ``qdd`` (``force_residual``) and the largest
+    violation of J v = 0 and J q̈ = γ (``_CERR``).  Returns a pivot ratio or a status."""
+    ratio = _kinematics(m, d, pb, q, v)
+    if not ratio > 0.0:
+        return SINGULAR
+    leg, col = _i2(pb, _LEG, 10), _i2(pb, _COL, 11)
+    thdd, ua, info = _f1(pb, _THDD), _f1(pb, _UA), _f1(pb, _INFO)
+    jx, jr = _f1(pb, _JX), _f1(pb, _JR)
+    n = thdd.shape[0]
+    for a in range(n):
+        ua[a] = qdd[col[leg[a, _K], _IV]]
+    denoc_accelerations(pb, ua, unliteral(True))
+    denoc_inverse_dynamics(m, d, pb, as_input(d.zeros), unliteral(False))
+    tau[:] = 0.0
+    for a in range(n):
+        tau[col[leg[a, _K], _IV]] = thdd[a]
+    transmitted_wrenches(pb, as_input(tau))
+    lratio = fit_multipliers(pb, lam)
+    if not lratio > PIVOT_TOL:
+        info[_WHY] = WHY_LAMBDA
+        return SINGULAR
+    # how well the given motion satisfies the closures, then the equations of motion
+    r = d.nrows
+    cerr = 0.0
+    loop_product(pb, v, jx, jr)
+    for a in range(r):
+        cerr = max(cerr, abs(jx[a]))
+    loop_product(pb, qdd, jx, jr)
+    for a in range(r):
+        cerr = max(cerr, abs(jx[a] - d.gamma[d.rows[a]]))
+    info[_CERR] = cerr
+    force_residual(m, d, pb, qdd, as_input(tau), lam)
+    if not (all_finite(tau) and all_finite(lam[:r])):
+        return NONFINITE_OUTPUT
+    return min(ratio, lratio)
+
+
+# ------------------------------------------------------------------- entries
+@entry
+def denoc_entry(ctx, pbuf, q, v, tau, qdd, lam):
+    """``denoc_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
+    m, d = handles(ctx)
+    st = input_status(m, q, v, tau)
+    if st < 0.0:
+        return st
+    return denoc_kernel(m, d, pbuf, q, v, tau, qdd, lam)
+
+
+@entry
+def inverse_entry(ctx, pbuf, q, v, qdd, tau, lam):
+    """``denoc_inverse_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
+    m, d = handles(ctx)
+    st = input_status(m, q, v, qdd)
+    if st < 0.0:
+        return st
+    return denoc_inverse_kernel(m, d, pbuf, q, v, qdd, tau, lam)
+
+
+@entry
+def rates_entry(ctx, pbuf, q, v):
+    """Positions and ``denoc_rates`` (kinematics only), inputs checked."""
+    m, d = handles(ctx)
+    st = input_status(m, q, v, v)
+    if st < 0.0:
+        return st
+    fk_kernel(m, d, q, v[:0])
+    return denoc_rates(m, d, pbuf, v)
+
+
+ENTRY = Entry(denoc_entry, types.float64, BUF, BUF, IN, IN, IN, OUT, OUT)
+INVERSE = Entry(inverse_entry, types.float64, BUF, BUF, IN, IN, IN, OUT, OUT)
+RATES = Entry(rates_entry, types.float64, BUF, BUF, IN, IN)
+
+
+# ------------------------------------------------------------------ the plan (Python)
+class DenocLayout:
+    """The DeNOC tables of a model (built once from its ``ParallelStructure``, cached on
+    the model as ``model._denoc_layout``).
+
+    ``ps``: the structure; ``legs`` (L, 10) and ``col`` (C, 11): the leg and column
+    tables (see ``_C0`` … and ``_TYPE`` …; the leg table's row columns are filled per
+    plan); ``columns``: every column in order, as ``(leg, Column)``; ``slot_after``
+    (C): the leg body after each column (``ps.slots`` index; -1 on the ground, -2 the
+    platform, -3 none: the massless link between two axes of one joint); ``hanger``:
+    the leg without cut joint that carries the platform in the tree (-1: none).
+    Raises ``ModelError`` for the models in the class whose multipliers DeNOC cannot
+    recover (weld closures; a platform leg without cut joint other than the hanger).
+    """
+
+    def __init__(self, model, ps):
+        self.ps = ps
+        for k, kind in enumerate(model.closure_kinds):
+            if kind == "weld":
+                raise ModelError(
+                    f"{model.name}: closure {model.closures[k]!r} is a weld: DeNOC recovers the "
+                    "closure multipliers from the wrench each leg transmits through its one cut "
+                    f"joint, which a weld between rigidly joined bodies is not; {OTHER_METHODS}"
+                )
+        cols, legrows = [], []
+        for leg in ps.legs:
+            c0 = len(cols)
+            cols.extend((leg.index, c) for c in leg.columns)
+            k = c0 + leg.k_column if leg.k_column is not None else -1
+            cuts = sorted({c.index for c in leg.columns if c.closure})
+            first = [i for i, c in enumerate(leg.columns) if c.closure]
+            g0 = c0 + first[0] if first else -1
+            g1 = c0 + first[-1] if first else -1
+            sign = leg.columns[first[0]].sign if first else 0
+            cl = cuts[0] if cuts else -1
+            legrows.append((c0, len(cols), k, int(leg.closes_on_base), cl, g0, g1, sign, 0, 0))
+            if len(cuts) > 1:  # pragma: no cover - a leg hanging from the tree has one cut
+                raise ModelError(f"{model.name}: leg {leg.index + 1} crosses several cut joints")
+        hangers = [g.index for g in ps.legs if not g.closes_on_base and legrows[g.index][4] < 0]
+        if ps.platform is not None and len(hangers) != 1:  # pragma: no cover - needs welds
+            raise ModelError(
+                f"{model.name}: the platform must hang from exactly one leg in the tree "
+                f"(found {len(hangers)}); {OTHER_METHODS}"
+            )
+        self.hanger = hangers[0] if ps.platform is not None else -1
+        C, L, NS, n = len(cols), len(ps.legs), len(ps.slots), ps.n
+        table = np.zeros((C, 11), dtype=np.int64)
+        cax = np.zeros((C, 3))
+        slotcol = np.zeros(NS, dtype=np.int64)
+        c = 0
+        for leg in ps.legs:
+            for j, name in enumerate(leg.joints):
+                g0 = c
+                while c < C and cols[c][0] == leg.index and cols[c][1].joint == name:
+                    c += 1
+                g1 = c - 1
+                for i in range(g0, c):
+                    col = cols[i][1]
+                    table[i] = (
+                        1 if col.closure else 0, col.index, col.axis, col.sign, col.v,
+                        1 if col.fixed_after else 0, g0, g1, -3, col.side,
+                        1 if col.rotation else 0,
+                    )  # fmt: skip
+                    cax[i] = col.local_axis
+                table[g1, _SLOT] = leg.after[j]
+                if leg.after[j] >= 0:
+                    slotcol[leg.after[j]] = g1
+        self.columns = tuple(cols)
+        self.slot_after = table[:, _SLOT].copy()
+        self.legs = np.array(legrows, dtype=np.int64).reshape(L, 10)
+        self.col = table
+        self.cax = cax
+        self.slotcol = slotcol
+        self.bslot = np.asarray(ps.body_slot, dtype=np.int64)
+        self.L, self.C, self.NS, self.n = L, C, NS, n
+
+
+def layout(model):
+    """The :class:`DenocLayout` of ``model`` (``ModelError`` if DeNOC does not apply)."""
+    lay = getattr(model, "_denoc_layout", None)
+    if lay is None:
+        lay = model._denoc_layout = DenocLayout(model, parallel_structure(model))
+    return lay
+
+
+class DenocPlan:
+    """DeNOC's plan for one model and one set of independent closure rows: the tables and
+    the float workspace in one float64 buffer ``buf`` (the kernels' ``pb``), and numpy
+    views ``views[name]`` of its sections (``_SECTIONS``)."""
+
+    def __init__(self, model, rows):
+        lay = layout(model)
+        rows = np.asarray(rows, dtype=np.int64)
+        legs = lay.legs.copy()
+        for l in range(lay.L):
+            k = legs[l, _CL]
+            if k >= 0:
+                sl = model.closure_rows[k]
+                pos = np.flatnonzero((rows >= sl.start) & (rows < sl.stop))
+                legs[l, _A0] = pos[0] if pos.size else 0
+                legs[l, _P] = pos.size
+        r = len(rows)
+        ints = {"leg": legs, "col": lay.col, "bslot": lay.bslot, "slotcol": lay.slotcol}
+        shapes = _float_shapes(lay.L, lay.C, lay.NS, lay.n, r)
+        sizes = [ints[s].size for s in _INT_SECTIONS]
+        sizes += [int(np.prod(shapes[s], dtype=np.int64)) for s in _FLOAT_SECTIONS]
+        start = _HEAD + len(_SECTIONS) + 1
+        offsets = start + np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.buf = np.zeros(int(offsets[-1]))
+        head = self.buf[:start].view(np.int64)
+        head[:_HEAD] = (lay.L, lay.C, lay.NS, lay.n, lay.ps.platform_index, lay.hanger, r, 0)
+        head[_HEAD:] = offsets
+        self.views = {}
+        for k, name in enumerate(_SECTIONS):
+            part = self.buf[offsets[k] : offsets[k + 1]]
+            if name in ints:
+                part = part.view(np.int64)
+                part[:] = ints[name].reshape(-1)
+                self.views[name] = part.reshape(ints[name].shape)
+            else:
+                self.views[name] = part.reshape(shapes[name])
+        self.views["cax"][...] = lay.cax
+        self.layout = lay
+        self.rows = rows
+
+
+def plan_for(model, d):
+    """The :class:`DenocPlan` of ``d``'s current independent rows, cached in ``d.plans``."""
+    rows = d.rows[: d.nrows]
+    key = ("denoc", rows.tobytes())
+    p = d.plans.get(key)
+    if p is None:
+        p = d.plans[key] = DenocPlan(model, np.array(rows))
+    return p
+
+
+def bind(model, d):
+    """The ``ld.forward_dynamics`` call of DeNOC on ``d``: ``(q, v, tau, qdd, lam) -> status``.
+
+    Raises :class:`loopdyn.ModelError` if the model is not a parallel mechanism of the
+    DeNOC class (``ld.parallel_structure`` names the failing assumption and the
+    methods that apply)."""
+    return partial(ENTRY.compile(), d.ctx, plan_for(model, d).buf)
+
+
+def _explain(model, plan, status, what="q, v or tau"):
+    """Raise the error of a failed DeNOC call."""
+    info = plan.views["info"]
+    if status == NONFINITE_INPUT:
+        raise ValueError(f"{model.name}: {what} holds NaN or inf")
+    if status == SINGULAR:
+        why = int(info[_WHY])
+        if why == WHY_LEG:
+            leg, col = plan.layout.columns[int(info[_BADCOL])]
+            raise SingularityError(
+                f"{model.name}: leg {leg + 1}: the axis {col.axis} of joint {col.joint!r} is "
+                "dependent on the leg's other unactuated joints at this configuration (δ_i ≈ 0 "
+                "in eq. 11c): a singularity of the leg"
+            )
+        if why == WHY_PHI:
+            cond = np.linalg.cond(plan.views["Phi"])
+            raise SingularityError(
+                f"{model.name}: Φ = Σ Φ_2 of eq. (14a) is singular at this configuration "
+                f"(condition number {cond:.3g}): the platform can move with every actuator "
+                "locked (a parallel singularity)"
+            )
+        if why == WHY_GIM:
+            cond = np.linalg.cond(plan.views["Ig"])
+            raise SingularityError(
+                f"{model.name}: the generalized inertia matrix I of eq. (25) is not positive "
+                f"definite (condition number {cond:.3g})"
+            )
+        raise SingularityError(
+            f"{model.name}: the closure multipliers cannot be fitted to the legs' transmitted "
+            "wrenches (dependent row wrenches)"
+        )
+    if status == INACCURATE:
+        raise SingularityError(
+            f"{model.name}: the DeNOC result does not satisfy J q̈ = γ (relative residual "
+            f"{model.data.diag[DIAG_RESIDUAL]:.3g}) or the equations of motion with λ"
+        )
+    raise SingularityError(f"{model.name}: the DeNOC solve produced non-finite values")
+
+
+def _inputs(model, data, q, v, x, what):
+    d = workspace(model, data)
+    q = configuration(model, q)
+    v = vector(v, model.nv, "v", model)
+    x = d.zeros if x is None else vector(x, model.nv, what, model)
+    return d, q, v, x
+
+
+def run(model, q, v, tau=None, data=None):
+    """DeNOC forward dynamics in minimal coordinates, without fallback: q̈ (nv).
+
+    ``ld.forward_dynamics(model, q, v, tau, method="denoc")`` is the registered call
+    (it also returns λ, and falls back to the augmented solve where DeNOC cannot
+    solve the given state); ``run`` is the paper's minimal-order method: only the
+    actuated entries of ``v`` are read (the others are completed by eqs. 11b/12b,
+    ``complete_rates``), and :class:`loopdyn.SingularityError` is raised at DeNOC's
+    own singularities (a dependent leg, Φ of eq. (14a) singular), e.g. to stop a
+    minimal-coordinate integration there.  Out: q̈ of every tree coordinate.
+    Raises :class:`loopdyn.ModelError` if the model is not in the DeNOC class.
+    """
+    d, q, v, tau = _inputs(model, data, q, v, tau, "tau")
+    v = complete_rates(model, q, v, data=d)
+    plan = plan_for(model, d)
+    qdd = np.empty(model.nv)
+    lam = np.empty(model.m)
+    status = ENTRY.compile()(d.ctx, plan.buf, q, v, tau, qdd, lam)
+    if not status > 0.0:
+        _explain(model, plan, status)
+    return qdd
+
+
+def inverse(model, q, v, qdd, data=None):
+    """DeNOC inverse dynamics in minimal coordinates, IDA-1..3: the actuator forces (in
+    ``model.actuated`` order) producing the actuated accelerations ``qdd[actuated]`` at
+    the actuated rates ``v[actuated]``; the other entries of ``v`` and ``qdd`` are not
+    read (they follow from the closures).  ``ld.inverse_dynamics(..., method="denoc")``
+    is the registered call on a full motion (multipliers and residual too)."""
+    d, q, v, qdd = _inputs(model, data, q, v, qdd, "qdd")
+    plan = plan_for(model, d)
+    tau = np.empty(model.nv)
+    lam = np.zeros(model.m)
+    status = INVERSE.compile()(d.ctx, plan.buf, q, v, qdd, tau, lam)
+    if not status > 0.0:
+        _explain(model, plan, status, "q, v or qdd")
+    return tau[model.actuated]
+
+
+def complete_rates(model, q, v, data=None):
+    """Every joint rate from the actuated ones, eqs. (11b)/(12b): ``v`` (nv) with its
+    unactuated entries replaced."""
+    d, q, v, _ = _inputs(model, data, q, v, None, "")
+    plan = plan_for(model, d)
+    status = RATES.compile()(d.ctx, plan.buf, q, v)
+    if not status > 0.0:
+        _explain(model, plan, SINGULAR if status == 0.0 else status, "q or v")
+    iv = plan.layout.col[:, _IV]
+    tree = iv >= 0
+    out = np.array(v)
+    out[iv[tree]] = plan.views["rate"][tree]
+    return out
+
+
+def inverse_terms(model, q, v, qdd, data=None):
+    """DeNOC inverse dynamics (IDA-1..3) for ``ld.inverse_dynamics(..., method="denoc")``.
+
+    In: ``q`` (nq), ``v`` and ``qdd`` (nv); the actuated entries of ``qdd`` determine
+    the motion (the others follow from the closures).  Out: ``(tau, lam, residual,
+    scale, constraint_error)``: ``tau`` (nv, the actuator forces on ``model.actuated``,
+    zero elsewhere), ``lam`` (m, the multipliers of the motion, row by row; with
+    redundant rows the minimum-norm ones, as ``ld.forward_dynamics``), ``residual`` =
+    |M q̈ + h - τ - Jᵀλ|₂ with the given ``qdd``, ``scale`` = |M q̈ + h|₂,
+    ``constraint_error`` = the largest violation of J v = 0 and J q̈ = γ by (v, qdd).
+    """
+    d, q, v, qdd = _inputs(model, data, q, v, qdd, "qdd")
+    layout(model)  # ModelError first if DeNOC does not apply
+    if d.rank_info is None:
+        # the independent rows, as ld.forward_dynamics detects them
+        from loopdyn.kinematics.closures import constraint_rank
+
+        d.rank_info = constraint_rank(model, q, data=d)
+        d.set_rows(d.rank_info.independent)
+        d.bound.clear()
+    plan = plan_for(model, d)
+    tau = np.empty(model.nv)
+    lam = np.zeros(model.m)
+    status = INVERSE.compile()(d.ctx, plan.buf, q, v, qdd, tau, lam)
+    if not status > 0.0:
+        _explain(model, plan, status, "q, v or qdd")
+    r = plan.rows.size
+    if r < model.m:
+        # minimum-norm multipliers over all rows with the same generalized force Jᵀλ
+        from loopdyn.kinematics.closures import constraint_jacobian
+
+        J = constraint_jacobian(model, q)
+        lam = np.linalg.lstsq(J.T, J[plan.rows].T @ lam[:r], rcond=None)[0]
+    info = plan.views["info"]
+    return tau, lam, float(info[_RES2]), float(info[_B2]), float(info[_CERR])
+
+
+class DenocKinematics:
+    """The DeNOC kinematics of eqs. (7)–(14) at one state, as the compiled kernel left them.
+
+    ``E`` (3,): the platform point; per leg l (lists): ``s[l]`` (m_l, 6) the unit
+    joint twists A_{e,i} p_i (9b) about E in world axes, ``ptilde[l]`` (m_l, 6) and
+    ``delta[l]`` (m_l,) the p̃_i and δ_i of (11c)/(12c) (zero at the actuated
+    joint), ``rates[l]`` (m_l,) every joint's rate (11b)/(12b); ``Phi2`` (L, 6, 6)
+    each leg's Φ_2 (13a), ``Phi`` (6, 6) their sum (14a), ``J`` (6, n) the Jacobian
+    of (14b), ``te`` (6,) the platform twist J θ̇.  ``layout``: the
+    :class:`DenocLayout` (``layout.ps.legs[l].columns`` names the joints).
+    """
+
+    def __init__(self, plan):
+        lay = plan.layout
+        views = plan.views
+        self.layout = lay
+        cut = [slice(int(a), int(b)) for a, b in lay.legs[:, :2]]
+        self.E = views["vec"][_E, :3].copy()
+        self.s = [views["s"][c].copy() for c in cut]
+        self.ptilde = [views["pt"][c].copy() for c in cut]
+        dinv = views["dinv"]
+        self.delta = [np.divide(1.0, dinv[c], out=np.zeros(c.stop - c.start), where=dinv[c] != 0)
+                      for c in cut]  # fmt: skip
+        self.rates = [views["rate"][c].copy() for c in cut]
+        for lg, p, dl in zip(lay.ps.legs, self.ptilde, self.delta, strict=True):
+            if lg.k_column is not None:
+                p[lg.k_column] = 0.0
+                dl[lg.k_column] = 0.0
+        self.Phi2 = np.array([self.projectors(l)[0] for l in range(lay.L)]).reshape(lay.L, 6, 6)
+        self.Phi = views["Phi"].copy()
+        self.J = views["JT"].T.copy()
+        self.te = views["vec"][_TE].copy()
+
+    def projectors(self, leg):
+        """Φ_i of leg ``leg`` rebuilt from the kernel's p̃_i, δ_i by (11d)/(12d): an array
+        (m + 1, 6, 6) whose entry i removes the unactuated twists of columns i … m-1
+        (entry m: the identity Φ_{m+1}; entry 0: Φ_2 of eq. 13a)."""
+        p, dl = self.ptilde[leg], self.delta[leg]
+        m = p.shape[0]
+        out = np.empty((m + 1, 6, 6))
+        out[m] = np.eye(6)
+        for i in range(m - 1, -1, -1):
+            out[i] = out[i + 1] - (np.outer(p[i], p[i]) / dl[i] if dl[i] > 0.0 else 0.0)
+        return out
+
+
+def kinematics(model, q, v=None, data=None):
+    """:class:`DenocKinematics` of ``model`` at ``q`` (and the actuated rates of ``v``)."""
+    d, q, v, _ = _inputs(model, data, q, np.zeros(model.nv) if v is None else v, None, "")
+    plan = plan_for(model, d)
+    status = RATES.compile()(d.ctx, plan.buf, q, v)
+    if not status > 0.0:
+        _explain(model, plan, SINGULAR if status == 0.0 else status, "q or v")
+    return DenocKinematics(plan)
+
+
+def generalized_inertia_matrix(model, q, data=None):
+    """The n×n GIM I = Nᵀ M N of eq. (26) in the actuated rates, by FDA-1..3 (eqs. 27–34)."""
+    d, q, z, _ = _inputs(model, data, q, np.zeros(model.nv), None, "")
+    plan = plan_for(model, d)
+    status = ENTRY.compile()(d.ctx, plan.buf, q, z, z, np.empty(model.nv), np.empty(model.m))
+    if status == SINGULAR and plan.views["info"][_WHY] != WHY_LAMBDA:
+        _explain(model, plan, status, "q")
+    return plan.views["Ig"].copy()
+
+
+class DenocMatrices:
+    """Dense DeNOC matrices of eqs. (15)–(17) (teaching and tests; O((Σm)²) memory).
+
+    Bodies are the leg columns in order (the body after each 1-DOF joint; the bodies
+    between the axes of a universal or spherical joint are massless), all twists in
+    world axes about E (so A_{i,i-1} = 1 and p_i = s_i).  With C columns and n
+    actuated legs: ``Nl`` (6C, 6C) = (1 - A)⁻¹ (17b) with the blocks
+    Ã_{i,i-1} = Ψ_i (16e, 15f); ``Nc`` (6C, 6n) (16c): row block i of leg l is 1
+    at the actuated joint, β_i (Σ_a Ā_ek⁽ᵃ⁾ - [i < k] 1⁽ˡ⁾) otherwise, with
+    β_i = s_i p̃_iᵀ/δ_i (the factor of (15a)–(15e)) and Ā_ek⁽ᵃ⁾ = Φ⁻¹ Φ_2⁽ᵃ⁾ (16e)
+    (no Ā term for legs closing on the ground, whose t_e is 0); ``Nd`` (6n, n) =
+    diag(s_k⁽ᵃ⁾) (16c); ``N`` = Nl Nc Nd, so that t = N θ̇ (17a) stacks the twist after
+    every column.  ``M`` (6C, 6C): the bodies' mass matrices about E (the platform's
+    on the last column of the first leg that reaches it).  ``Phi[l]`` (m_l + 1, 6, 6):
+    the projectors of leg l as in :meth:`DenocKinematics.projectors`; ``s``, ``E``.
+    """
+
+    def __init__(self, model, q):
+        from loopdyn.kinematics.frames import forward_kinematics
+        from loopdyn.topology.parallel import leg_twists
+
+        st = layout(model)
+        ps = st.ps
+        q = configuration(model, q)
+        s, E = leg_twists(model, ps, q)
+        legs = ps.legs
+        C, n = st.C, ps.n
+        c0 = np.cumsum([0] + [len(g.columns) for g in legs])
+        self.s, self.E = s, E
+        # projections (10)–(12), in numpy
+        self.Phi, pt, dl = [], [], []
+        Phi2 = []
+        for g, S in zip(legs, s, strict=True):
+            m = len(g.columns)
+            P = np.empty((m + 1, 6, 6))
+            P[m] = np.eye(6)
+            p = np.zeros((m, 6))
+            dd = np.zeros(m)
+            for i in range(m - 1, -1, -1):
+                if i == g.k_column:
+                    P[i] = P[i + 1]
+                    continue
+                p[i] = P[i + 1] @ S[i]
+                dd[i] = p[i] @ p[i]
+                P[i] = P[i + 1] - np.outer(p[i], p[i]) / dd[i]
+            self.Phi.append(P)
+            pt.append(p)
+            dl.append(dd)
+            Phi2.append(P[0])
+        Phi = sum((P2 for g, P2 in zip(legs, Phi2, strict=True) if not g.closes_on_base),
+                  np.zeros((6, 6)))  # fmt: skip
+        Abar = [
+            np.linalg.solve(Phi, P2) if not g.closes_on_base else np.zeros((6, 6))
+            for g, P2 in zip(legs, Phi2, strict=True)
+        ]
+        A = np.zeros((6 * C, 6 * C))
+        Nc = np.zeros((6 * C, 6 * n))
+        Nd = np.zeros((6 * n, n))
+        for l, g in enumerate(legs):
+            k = g.k_column
+            if k is not None:
+                Nd[6 * l : 6 * l + 6, l] = s[l][k]
+            for i in range(len(g.columns)):
+                r = 6 * (c0[l] + i)
+                if i == k:
+                    Nc[r : r + 6, 6 * l : 6 * l + 6] = np.eye(6)
+                    Psi = np.eye(6)
+                else:
+                    beta = np.outer(s[l][i], pt[l][i]) / dl[l][i]
+                    for a in range(n):
+                        Nc[r : r + 6, 6 * a : 6 * a + 6] = beta @ Abar[a]
+                    if k is not None and i < k:
+                        Nc[r : r + 6, 6 * l : 6 * l + 6] -= beta
+                    Psi = np.eye(6) - beta
+                if i > 0:
+                    A[r : r + 6, r - 6 : r] = Psi
+        self.Nl = np.linalg.inv(np.eye(6 * C) - A)
+        self.Nc, self.Nd = Nc, Nd
+        self.N = self.Nl @ Nc @ Nd
+        # mass matrices about E, world axes
+        d = forward_kinematics(model, q, data=model.create_data())
+        M = np.zeros((6 * C, 6 * C))
+        first_platform_leg = next((l for l, g in enumerate(legs) if not g.closes_on_base), None)
+        for b in range(model.nbodies):
+            sl = int(ps.body_slot[b])
+            if sl == ON_BASE:
+                continue
+            if sl == ON_PLATFORM:
+                col = c0[first_platform_leg] + len(legs[first_platform_leg].columns) - 1
+            else:
+                col = int(np.flatnonzero(st.slot_after == sl)[0])
+            R, o = d.Xw[b, :3], d.Xw[b, 3]
+            X = np.zeros((6, 6))  # motion transform from E (world axes) to the body frame
+            X[:3, :3] = R.T
+            X[3:, 3:] = R.T
+            X[3:, :3] = -R.T @ _skew(o - E)
+            M[6 * col : 6 * col + 6, 6 * col : 6 * col + 6] += X.T @ model.inertia[b] @ X
+        self.M = M
+
+
+def _skew(x):
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+def denoc_matrices(model, q):
+    """The dense DeNOC matrices N_l, N_c, N_d (eqs. 15–17) at ``q``: :class:`DenocMatrices`."""
+    return DenocMatrices(model, q)
