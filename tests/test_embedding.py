@@ -413,3 +413,25 @@ def test_bad_input():
     np.testing.assert_array_equal(
         embedded(model, q, v, None).qdd, embedded(model, q, v, np.zeros(3)).qdd
     )
+
+
+def test_embedding_runs_in_linear_memory_without_the_dense_rank_detection():
+    """A fresh Data has no dense blocks: embedding starts from every row (its plan and
+    kernel refuse dependent ones) and leaves the buffer O(n); a dense method then
+    reallocates it once, and both methods keep answering on the same Data."""
+    model = ld.examples.four_bar_chain(N=32)
+    d = model.create_data()
+    rng = np.random.default_rng(3)
+    q, v, tau = consistent_state(model, rng)
+    res = ld.forward_dynamics(model, q, v, tau, method="embedding", data=d)
+    assert not d.dense and d.J.shape == (0, model.nv) and d.M.size == 0 and d.rank_info is None
+    lazy = d.ctx.nbytes
+    ref = ld.forward_dynamics(model, q, v, tau, method="augmented", data=d)
+    assert d.dense and d.J.shape == (model.m, model.nv) and d.ctx.nbytes > 2 * lazy
+    again = ld.forward_dynamics(model, q, v, tau, method="embedding", data=d)
+    for r in (res, again):
+        assert rel_err(r.qdd, ref.qdd) < 1e-12 and rel_err(r.lam, ref.lam) < 1e-10
+    # the model's own Data: the tree fast paths follow the reallocated buffer
+    ld.forward_dynamics(model, q, v, tau, method="embedding")
+    ld.constraint_jacobian(model, q)
+    np.testing.assert_allclose(ld.aba(model, q, v, tau), ld.aba(model, q, v, tau, data=d))

@@ -57,7 +57,7 @@ def _attributes(role):
     out = {}
     if role == "m":
         for slot, name in enumerate(SIZES):
-            if name not in ("nrows", "nd"):
+            if name not in ("nrows", "nd", "nrd"):
                 out[name] = ("size", slot)
     else:
         out["nrows"] = ("size", SIZES.index("nrows"))

@@ -273,6 +273,8 @@ def evaluate(model, q, v=None, want_J=True, data=None):
     frame poses and world row vectors stay in ``data.cw`` and ``data.rw``.
     """
     d = workspace(model, data)
+    if want_J:
+        d.ensure_dense()
     q = configuration(model, q)
     v = _NO_V if v is None else vector(v, model.nv, "v", model)
     raise_status(model, CONSTRAINTS.call(d.ctx, q, v, bool(want_J)), "q or v")

@@ -25,6 +25,14 @@ NONFINITE_INPUT = -3.0  # q, v or tau holds NaN/inf
 BAD_INPUT = -4.0  # a wrong length or a zero quaternion (explained by the checked path)
 INACCURATE = -5.0  # J q̈ = γ does not hold to RESIDUAL_TOL: the elimination lost accuracy
 PIVOT_TOL = 1e-14
+
+
+class DependentRows(ValueError):
+    """Raised by a method's ``bind`` when the rows it was given cannot all be
+    independent (more rows than coordinates in a loop): the runner detects the
+    independent rows and binds again."""
+
+
 # |J q̈ - γ|∞ <= RESIDUAL_TOL (|J|∞ |q̈|∞ + |γ|∞): what a backward-stable solve achieves
 # (~1e-15) with room for rounding on large models; instabilities leave far more
 RESIDUAL_TOL = 1e-10

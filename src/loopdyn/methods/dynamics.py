@@ -26,7 +26,12 @@ from loopdyn.errors import SingularityError
 from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
 from loopdyn.kernels.numba_internals import BUF, IN, INT_OUT, OUT, OUT2, Entry, entry, unliteral
 from loopdyn.kernels.views import handles
-from loopdyn.kinematics.closures import closure_terms, constraint_kernel, constraint_rank
+from loopdyn.kinematics.closures import (
+    RankInfo,
+    closure_terms,
+    constraint_kernel,
+    constraint_rank,
+)
 from loopdyn.methods import augmented, denoc, embedding, recursive_lambda, slm, sslm
 from loopdyn.methods.common import (
     BAD_INPUT,
@@ -36,6 +41,7 @@ from loopdyn.methods.common import (
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
     RESIDUAL_TOL,
+    DependentRows,
     ForwardDynamicsResult,
     closure_loads,
 )
@@ -44,7 +50,8 @@ from loopdyn.validation import coerce, configuration, vector, workspace
 
 
 def _bind_entry(module):
-    return lambda model, d: partial(module.ENTRY.compile(), d.ctx)
+    """bind() of a dense method: its entry on ``d``'s buffer, with the dense blocks."""
+    return lambda model, d: partial(module.ENTRY.compile(), d.ensure_dense().ctx)
 
 
 # method name -> bind(model, data) -> call(q, v, tau, qdd, lam) -> quality > 0 or status < 0;
@@ -60,6 +67,10 @@ BINDERS = {
 METHODS = tuple(BINDERS)
 # the methods for any closed-loop model; the others need a structure (``check_method``)
 GENERAL_METHODS = ("augmented", "slm", "sslm", "recursive_lambda", "embedding")
+# methods that start from all rows, without the dense rank detection (O(m n²) time, the
+# dense J in memory): their kernels fail (SINGULAR) on dependent rows, and the runner
+# then detects the independent rows and retries
+SELF_RANKED = frozenset({"embedding", "denoc"})
 _MODULES = {
     "augmented": augmented,
     "slm": slm,
@@ -140,7 +151,7 @@ def _forward_dynamics(model, q, v, tau, method, data):
         return ForwardDynamicsResult(np.zeros(0), np.zeros(model.m), (method, 0, rows), 1.0)
     info = d.rank_info
     if info is None:
-        info = _redetect(model, q, d)
+        info = _all_rows(model) if method in SELF_RANKED else _redetect(model, q, d)
     used = method
     for attempt in range(3):
         if attempt == 2:
@@ -149,8 +160,13 @@ def _forward_dynamics(model, q, v, tau, method, data):
                 break
         bound = d.bound.get(used)
         if bound is None:
+            try:
+                call = BINDERS[used](model, d)
+            except DependentRows:  # a SELF_RANKED method given every row
+                info = _redetect(model, q, d)
+                call = BINDERS[used](model, d)
             tag = (used, model.m, NO_ROWS)
-            bound = d.bound[used] = (BINDERS[used](model, d), nv, model.m, d.zeros, tag, model)
+            bound = d.bound[used] = (call, nv, model.m, d.zeros, tag, model)
         call = bound[0]
         qdd = np.empty(nv)
         lam = np.empty(model.m)
@@ -181,6 +197,11 @@ def _forward_dynamics(model, q, v, tau, method, data):
     if info.dropped.size or used != method:
         d.bound.pop(method, None)  # the fast path handles independent rows only
     return ForwardDynamicsResult(qdd, lam, (used, info.rank, info.dropped), st)
+
+
+def _all_rows(model):
+    """Every closure row taken as independent (before any detection)."""
+    return RankInfo(model.m, np.arange(model.m, dtype=np.int64), NO_ROWS, np.zeros(0), np.nan)
 
 
 def _redetect(model, q, d):

@@ -67,6 +67,7 @@ from loopdyn.methods.common import (
     NONFINITE_OUTPUT,
     RESIDUAL_TOL,
     SINGULAR,
+    DependentRows,
     input_status,
 )
 from loopdyn.model.closures import COUPLING, TRANSLATION
@@ -152,8 +153,8 @@ class EmbeddingPlan:
             sel = [r for r in all_rows if r in pos]
             self.rows.append(tuple(all_rows))
             B, ns, r = len(bodies), local, len(sel)
-            if r > ns:  # pragma: no cover - independent rows of J_𝒮 number at most n_𝒮
-                raise ValueError(f"{model.name}: {r} independent rows on {ns} coordinates")
+            if r > ns:  # rows not yet reduced to an independent set (SELF_RANKED)
+                raise DependentRows(f"{model.name}: {r} rows on {ns} coordinates")
             k = ns - r
             agg[s, :A_CHOSEN] = (bodies[0], parent, B, len(members), ns, k, r, len(srows),
                                  len(cols), npiv)  # fmt: skip
@@ -934,9 +935,13 @@ def bind(model, d):
 
     Constraint embedding applies to every model: any set of closures and couplings
     aggregates into a tree (``loopdyn.topology.aggregation``); loops that share bodies
-    merge into one aggregated body, whose cost grows with the cube of its size.
+    merge into one aggregated body, whose cost grows with the cube of its size.  The
+    dense J is only read when rows were dropped as redundant.
     """
-    return partial(ENTRY.compile(), d.ctx, plan_for(model, d).buf)
+    plan = plan_for(model, d)
+    if d.nrows < model.m:
+        d.ensure_dense()
+    return partial(ENTRY.compile(), d.ctx, plan.buf)
 
 
 # ------------------------------------------------------------------ the partition at q

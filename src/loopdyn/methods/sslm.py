@@ -974,6 +974,7 @@ ENTRY = Entry(sslm_entry, types.float64, BUF, BUF, IN, IN, IN, OUT, OUT)
 
 def bind(model, d):
     """The ``ld.forward_dynamics`` call of SSLM on ``d`` for its current independent rows."""
+    d.ensure_dense()
     return partial(ENTRY.compile(), d.ctx, plan_for(model, d).buf)
 
 
@@ -1038,7 +1039,7 @@ def subsystem_accelerations(model, q, v, tau, lam, parallel=False, data=None):
     own slices of the workspace; worthwhile only for large subsystems.  Returns
     q̈ (nv).  Raises :class:`SingularityError` if an articulated inertia is singular.
     """
-    d = model.create_data() if data is None else workspace(model, data)
+    d = (model.create_data() if data is None else workspace(model, data)).ensure_dense()
     q = configuration(model, q)
     v = vector(v, model.nv, "v", model)
     tau = vector(tau, model.nv, "tau", model)
@@ -1111,7 +1112,7 @@ def lambda_stage(model, q, v, tau=None, method="sslm", rows=None):
     """
     if method not in ("slm", "sslm"):
         raise ValueError(f"lambda_stage: method must be 'slm' or 'sslm', got {method!r}")
-    d = model.create_data()
+    d = model.create_data().ensure_dense()
     q = configuration(model, q)
     v = vector(v, model.nv, "v", model)
     tau = np.zeros(model.nv) if tau is None else vector(tau, model.nv, "tau", model)
@@ -1241,7 +1242,7 @@ def gicm(model, q, v=None, tau=None, data=None):
     """
     if model.m == 0:
         raise ValueError(f"{model.name}: the model has no closures, hence no GICM")
-    d = model.create_data() if data is None else workspace(model, data)
+    d = (model.create_data() if data is None else workspace(model, data)).ensure_dense()
     q = configuration(model, q)
     vv = np.zeros(0) if v is None else vector(v, model.nv, "v", model)
     tau = np.zeros(model.nv) if tau is None else vector(tau, model.nv, "tau", model)

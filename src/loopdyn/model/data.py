@@ -5,6 +5,11 @@ buffer ``ctx`` and the meaning of every field are described in
 ``loopdyn.model.layout``; each field is an attribute here (a numpy view of
 ``ctx``), e.g. ``data.Xw`` (world poses), ``data.V`` (body velocities),
 ``data.J`` (closure Jacobian).  One ``Data`` per thread.
+
+The dense blocks (``J``, ``M``, ``K``, ``Y``, ``Sm``, ``rhs``, ``piv``; O(nv²)) are
+empty until a dense method (augmented, slm, sslm, recursive_lambda) or the dense
+Jacobian (``ld.constraints``, rank detection) needs them: ``ensure_dense`` then
+reallocates the buffer once.  The O(n) methods thus run in O(n) memory.
 """
 
 import numpy as np
@@ -24,15 +29,33 @@ class Data:
     entries bound to this Data).
     """
 
-    def __init__(self, model):
+    def __init__(self, model, dense=False):
         self.model = model
-        self.ctx, views = allocate(model)
+        self.ctx, views = allocate(model, dense)
         self.__dict__.update(views)
         self._head = self.ctx[:8].view(np.int64)
+        self.dense = bool(dense) or model.m == 0
         self.fext_zero = np.zeros((0, 6))
         self.rank_info = None
         self.plans = {}
         self.bound = {}
+
+    def ensure_dense(self):
+        """Give this Data its dense blocks (once): a new buffer with the same rows in
+        use; entries bound to the old buffer are dropped (``bound``), plans kept.
+        Returns self."""
+        if self.dense:
+            return self
+        rows = self.rows[: self.nrows].copy()
+        self.ctx, views = allocate(self.model, True)
+        self.__dict__.update(views)
+        self._head = self.ctx[:8].view(np.int64)
+        self.set_rows(rows)
+        self.bound.clear()
+        self.dense = True
+        if self.model._data is self:
+            self.model._ctx = self.ctx  # the tree fast paths' handle
+        return self
 
     def set_rows(self, rows):
         """Make ``rows`` (sorted closure row indices) the independent set the methods use."""

@@ -17,13 +17,15 @@ import numpy as np
 
 HEADER = 64
 # header slots (int64): the sizes, then the offsets of FIELDS in order
-SIZES = ("nq", "nv", "nb", "nc", "nr", "nrows", "nd")
-H_NQ, H_NV, H_NB, H_NC, H_NR, H_NROWS, H_ND = range(7)
+SIZES = ("nq", "nv", "nb", "nc", "nr", "nrows", "nd", "nrd")
+H_NQ, H_NV, H_NB, H_NC, H_NR, H_NROWS, H_ND, H_NRD = range(8)
 H_OFF = 8
 
 # (name, owner, integer?, dims): owner "m" (model, copied in at creation) or "d"
-# (workspace); a dim is an int or the name of a size (nd = nv for a model with
-# closures, 0 for a tree: the dense method blocks, O(nv²), are then empty)
+# (workspace); a dim is an int or the name of a size.  nd and nrd size the dense
+# blocks, O(nv²) and O(nv·nr): nd = nv and nrd = nr once a dense method or the dense
+# Jacobian is needed (``Data.ensure_dense``), 0 before that and for a tree, so the
+# O(n) methods run in O(n) memory
 FIELDS = (
     # ---- the model (see loopdyn.model.model for the meaning)
     ("topo", "m", True, ("nb", 6)),  # parent, joint type, first q, first v, nq_j, nv_j
@@ -53,21 +55,21 @@ FIELDS = (
     ("cw", "d", False, ("nc", 16, 3)),  # frame poses and point motions of each closure
     ("rw", "d", False, ("nr", 3, 3)),  # per row: world u, w, n
     ("Phi", "d", False, ("nr",)),
-    ("J", "d", False, ("nr", "nv")),
+    ("J", "d", False, ("nrd", "nv")),
     ("gamma", "d", False, ("nr",)),
     # ---- the multiplier methods (loopdyn.methods)
     ("M", "d", False, ("nd", "nd")),
     ("phi", "d", False, ("nv",)),  # τ - h
     ("zeros", "d", False, ("nv",)),  # stays zero
-    ("K", "d", False, ("nd+nr", "nd+nr")),  # KKT matrix
-    ("rhs", "d", False, ("nd+nr",)),
-    ("Y", "d", False, ("nd", "nr")),  # SLM: L⁻¹ Jᵀ; recursive_lambda: ζ
-    ("Sm", "d", False, ("nr", "nr")),  # J M⁻¹ Jᵀ
+    ("K", "d", False, ("nd+nrd", "nd+nrd")),  # KKT matrix
+    ("rhs", "d", False, ("nd+nrd",)),
+    ("Y", "d", False, ("nd", "nrd")),  # SLM: L⁻¹ Jᵀ; recursive_lambda: ζ
+    ("Sm", "d", False, ("nrd", "nrd")),  # J M⁻¹ Jᵀ
     ("x", "d", False, ("nv",)),
     ("fext", "d", False, ("nb", 6)),  # closure loads as body wrenches
     ("tauc", "d", False, ("nv",)),  # closure loads as joint forces (couplings)
     ("lam", "d", False, ("nr",)),
-    ("piv", "d", True, ("nd+nr",)),
+    ("piv", "d", True, ("nd+nrd",)),
     ("rows", "d", True, ("nrows",)),  # the independent closure rows (H_NROWS of them)
     ("diag", "d", False, (8,)),  # diagnostics of the last call (pivot ratio, residual)
 )
@@ -81,11 +83,14 @@ def dim_value(dim, sizes):
     return sum(sizes[part] for part in dim.split("+"))
 
 
-def allocate(model):
-    """``(ctx, views)`` for a new Data of ``model``: the buffer and a dict of its fields."""
+def allocate(model, dense=False):
+    """``(ctx, views)`` for a new Data of ``model``: the buffer and a dict of its fields,
+    with the dense blocks (J, M, K, Y, Sm, ...) if ``dense`` and the model has closures."""
     nv, nr = model.nv, model.m
     sizes = dict(nq=model.nq, nv=nv, nb=model.nbodies, nc=model.nc, nr=nr, nrows=nr)
-    sizes["nd"] = nv if nr > 0 else 0
+    dense = bool(dense and nr > 0)
+    sizes["nd"] = nv if dense else 0
+    sizes["nrd"] = nr if dense else 0
     # rows is allocated for every row; H_NROWS says how many are in use
     shapes = [
         tuple(dim_value("nr" if d == "nrows" else d, sizes) for d in dims)
