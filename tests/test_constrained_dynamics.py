@@ -244,3 +244,23 @@ def test_forward_dynamics_input_conversion_and_errors(method):
         ld.forward_dynamics(model, q, v, tau, method=method, data=ld.examples.five_bar().data)
     kernel = getattr(ld.methods, method).ENTRY.kernel
     assert len(kernel.overloads) == 1
+
+
+@pytest.mark.parametrize("method", ld.methods.dynamics.METHODS)
+@pytest.mark.parametrize("name", ["four_bar", "carpet_scraper"])
+def test_the_fast_path_serves_every_new_state(name, method, monkeypatch):
+    """After the first call, consistent states of the same model never leave the fast
+    path (SSLM's check read a stale J and sent every new state to the slow path)."""
+    model, states = catalog_states(name, n=5, seed=21)
+    d = model.create_data()
+    try:
+        ld.forward_dynamics(model, *states[0], method=method, data=d)
+    except ld.ModelError:
+        pytest.skip(f"{method} does not apply to {name}")
+    slow = []
+    monkeypatch.setattr(
+        ld.methods.dynamics, "_forward_dynamics", lambda *a: slow.append(a[4]) or None
+    )
+    for q, v, tau in states[1:]:
+        assert ld.forward_dynamics(model, q, v, tau, method=method, data=d).qdd.shape
+    assert not slow

@@ -241,7 +241,10 @@ def test_non_finite_controller_raises_simulation_error_with_partial_trajectory()
 # ----------------------------------------------------------- energy, methods
 @pytest.mark.parametrize("method", dynamics.METHODS)
 def test_free_motion_conserves_energy_with_every_method(method):
-    traj = ld.simulate(four_bar_90(), t_end=1.5, method=method, rtol=1e-10, atol=1e-10, t_eval=16)
+    minimal = method in dynamics.MINIMAL_METHODS
+    mode = "partitioning" if minimal else "projection"
+    traj = ld.simulate(four_bar_90(), t_end=1.5, method=method, rtol=1e-10, atol=1e-10, t_eval=16,
+                       stabilization=mode)  # fmt: skip
     assert traj.method == method and traj.completed
     assert np.abs(traj.energy_drift).max() < 1e-8 * abs(traj.energy[0])
     assert traj.max_residual < 1e-10
@@ -479,3 +482,24 @@ def test_max_steps_and_interruption_keep_the_trajectory():
 def test_simulate_refuses_bad_arguments_before_integrating(kwargs, culprit):
     with pytest.raises(ValueError, match=culprit):
         ld.simulate(ld.examples.four_bar(), **{"t_end": 1.0, **kwargs})
+
+
+def test_denoc_warns_off_its_coordinates_and_integrates_in_them_without_fallback(monkeypatch):
+    """DeNOC's q̈ is that of the velocity the actuated rates determine: with all
+    coordinates integrated the stage velocities send calls to the augmented fallback
+    (warned); in the independent coordinates every call is DeNOC's own."""
+    used = []
+    slow = dynamics._forward_dynamics
+
+    def spy(*args):
+        res = slow(*args)
+        used.append(res.method)
+        return res
+
+    monkeypatch.setattr(dynamics, "_forward_dynamics", spy)
+    with pytest.warns(UserWarning, match="partitioning"):
+        ld.simulate(four_bar_90(), t_end=0.2, method="denoc")
+    assert "augmented" in used
+    used.clear()
+    traj = ld.simulate(four_bar_90(), t_end=0.2, method="denoc", stabilization="partitioning")
+    assert traj.completed and set(used) <= {"denoc"}

@@ -71,6 +71,9 @@ GENERAL_METHODS = ("augmented", "slm", "sslm", "recursive_lambda", "embedding")
 # dense J in memory): their kernels fail (SINGULAR) on dependent rows, and the runner
 # then detects the independent rows and retries
 SELF_RANKED = frozenset({"embedding", "denoc"})
+# methods whose q̈ is that of the velocity the independent rates determine (for an
+# inconsistent v they fall back to augmented): simulate them with partitioning
+MINIMAL_METHODS = ("denoc",)
 _MODULES = {
     "augmented": augmented,
     "slm": slm,

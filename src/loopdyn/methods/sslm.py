@@ -886,8 +886,8 @@ def sslm_terms(m, d, ip, fw, q, v, tau, want_J):
 
     One kinematics pass (poses, S, velocities, velocity products) shared by the
     RNEA, the closure rows and the CRBA.  ``v.size == 0``: positions only (no φ,
-    no γ).  ``want_J``: also the dense J (m × nv) of ``constraints``, needed only
-    when redundant rows were dropped.
+    no γ).  ``want_J``: also the dense J (m × nv) of ``constraints`` (the
+    acceptance check and the dropped rows read it).
     """
     nv = m.nv
     fphi = _f(ip, _PHI)
@@ -913,7 +913,9 @@ def sslm_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     Returns the smallest pivot ratio (> 0) or a status < 0 (``methods.common``).
     """
     r = d.nrows
-    sslm_terms(m, d, ip, fw, q, v, tau, r < m.nr)
+    # the dense J too: the acceptance check reads it (it was left stale when every
+    # row was independent: the fast path then failed the check at every new state)
+    sslm_terms(m, d, ip, fw, q, v, tau, unliteral(True))
     ratio = sslm_lambda(ip, fw, d.gamma)
     if not ratio > PIVOT_TOL:
         d.diag[0] = ratio

@@ -35,6 +35,7 @@ times.
 """
 
 import time
+import warnings
 from contextlib import contextmanager, suppress
 
 import numpy as np
@@ -187,6 +188,13 @@ def simulate(
     gains, repartition_cond, constraint_tol = a["gains"], a["repartition_cond"], a["constraint_tol"]
     d = model.data if data is None else data
     dynamics.check_method(model, method, d)  # a method that does not apply: ModelError, now
+    if method in dynamics.MINIMAL_METHODS and model.m and stabilization != "partitioning":
+        warnings.warn(
+            f"method={method!r} computes from the independent rates: the integrator's "
+            "inconsistent stage velocities send most calls to the augmented fallback; "
+            "use stabilization='partitioning' (see docs/denoc.md)",
+            stacklevel=2,
+        )
     q = np.array(configuration(model, model.q0 if q0 is None else q0), dtype=float)
     v = np.zeros(model.nv) if v0 is None else np.array(vector(v0, model.nv, "v0", model))
     if consistent and model.m:
