@@ -140,3 +140,17 @@ def test_every_catalog_parameter_is_declared_and_typed_on_the_command_line():
         assert result.exit_code == 2 and words in result.output, (bad, result.output)
     with pytest.raises(ld.ModelError, match="geared"):
         ld.examples.get("closed_knee_leg", geared="yes")
+
+
+def test_outputs_go_into_new_folders_and_unwritable_places_are_refused(tmp_path):
+    """The README's first command writes into out/, which a fresh clone does not have."""
+    out = tmp_path / "new" / "deeper" / "traj.csv"
+    result = runner.invoke(app, ["simulate", "four_bar", "--t-end", "0.05", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.is_file()
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    bad = runner.invoke(
+        app, ["simulate", "four_bar", "--t-end", "0.05", "--out", str(blocker / "t.csv")]
+    )
+    assert bad.exit_code == 2 and "is a file" in bad.output

@@ -617,6 +617,7 @@ def test_native_round_trip_every_closure_kind(tmp_path):
         b.add_frame(f"f{k}", f"b{k}", xyz=(1 / 3, 0.0, -k / 7), rpy=(k / 5, 0.3, -0.2))
     b.add_frame("g", "ground", xyz=(0.5, 0.5, 0.5))
     b.add_closure("c_ball", "f0", "g", "ball")
+    b.add_coupling("j0", "j1", 0.25, offset=0.1, name="gear")  # between closures: rows after
     b.add_closure("c_rev", "f1", "f3", "revolute", axis=[0, 0.6, 0.8])
     b.add_closure("c_uni", "f2", "f4", "universal", axis="z", axis2=[1, 0, 0])
     b.add_closure("c_pri", "g", "f5", "prismatic", axis="-z")
@@ -628,6 +629,7 @@ def test_native_round_trip_every_closure_kind(tmp_path):
     back = ld.load(path)
     assert _same_arrays(model, back)
     assert back.closure_kinds == model.closure_kinds and back.joint_types == model.joint_types
+    assert model.closure_kinds[-1] == "coupling" and back.closures == model.closures
     assert np.array_equal(back.actuated, model.actuated)
     assert native.dumps(back) == path.read_text()
 

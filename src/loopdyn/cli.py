@@ -138,16 +138,21 @@ def _parse_vector(text, what):
 
 
 def _check_output(path, suffixes, what):
-    """Refuse, before any work, an output of an unknown type or in an unwritable folder."""
+    """Refuse, before any work, an output of an unknown type or in an unwritable folder;
+    make its folder if missing."""
     if path is None:
         return
     if path.suffix.lower() not in suffixes:
         raise _Usage(f"{what} {str(path)!r}: unknown file type; use {', '.join(suffixes)}")
     folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise _Usage(f"{what} {str(path)!r}: the folder {str(folder)!r} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise _Usage(f"{what} {str(path)!r}: the folder {str(folder)!r} is not writable")
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise _Usage(f"{what} {str(path)!r}: {str(existing)!r} is a file, not a folder")
+    if not os.access(existing, os.W_OK):
+        raise _Usage(f"{what} {str(path)!r}: the folder {str(existing)!r} is not writable")
+    folder.mkdir(parents=True, exist_ok=True)  # a missing folder is made, as for any output
 
 
 def _note_compiling(entries):

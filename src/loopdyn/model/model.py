@@ -547,7 +547,8 @@ class ModelBuilder:
         joints of the tree; ``ratio`` and ``offset`` finite numbers.  Adds one
         closure row Φ = q_b - ratio q_a - offset, usable by every method; its
         multiplier is the joint force on b (and -ratio times it on a).  ``name``
-        defaults to ``"coupling_<joint_b>"``.  Returns the name.
+        defaults to ``"coupling_<joint_b>"``.  The model's rows hold the closures
+        first, then the couplings, each in the order added.  Returns the name.
         """
         name = f"coupling_{joint_b}" if name is None else name
         if name in self._names or any(c.name == name for c in self._closures):
@@ -645,7 +646,11 @@ class ModelBuilder:
                     f"closure {c.name!r}: frames {c.frame_a!r} and {c.frame_b!r} are on the same "
                     f"body {frame_body[c.frame_a]!r}; a closure must join two different bodies"
                 )
-        model = Model(self.name, order, self._frames, self.gravity, self.planar, self._closures)
+        # rows: the kinematic closures in the order added, then the couplings (a canonical
+        # order, which the native file format reproduces exactly)
+        closures = [c for c in self._closures if not isinstance(c, CouplingSpec)]
+        closures += [c for c in self._closures if isinstance(c, CouplingSpec)]
+        model = Model(self.name, order, self._frames, self.gravity, self.planar, closures)
         if self._q0 is not None:
             if self._q0.shape != (model.nq,):
                 raise ModelError(f"model {self.name!r}: q0 must have shape ({model.nq},)")
