@@ -406,6 +406,15 @@ def test_plot_and_animate(tmp_path):
     assert (tmp_path / "ladder.gif").stat().st_size > 1000
     with pytest.raises(ValueError, match=r"gif or \.mp4"):
         traj.animate(tmp_path / "traj.avi")
+    # strobe stills: n instants drawn over each other (segments per instant), planar
+    # and spatial
+    fig = traj.strobe(tmp_path / "strobe.png", n=4, trace="coupler_tip")
+    assert (tmp_path / "strobe.png").stat().st_size > 10_000
+    n_segments = len(ld.viz.plotting.skeleton(traj.model)[0][0]) + 1
+    assert len(fig.axes[0].lines) >= 4 * n_segments
+    spatial.strobe(tmp_path / "ladder.png", n=3)
+    with pytest.raises(ValueError, match="n >= 1"):
+        traj.strobe(n=0)
 
 
 # ------------------------------------------------------------ change of mobility

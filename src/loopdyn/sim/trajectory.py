@@ -193,6 +193,14 @@ class Trajectory:
 
         return animate_trajectory(self, path, model, fps, speed, trace, dpi)
 
+    def strobe(self, path=None, n=6, model=None, trace=None, dpi=100):
+        """A still of the motion: ``n`` configurations evenly spaced in time drawn over
+        each other, earlier ones fainter (``loopdyn.viz.plotting.strobe_trajectory``).
+        Saved to ``path`` when given; returns the figure."""
+        from loopdyn.viz.plotting import strobe_trajectory
+
+        return strobe_trajectory(self, path, n=n, model=model, trace=trace, dpi=dpi)
+
     def resolve_model(self, model=None):
         """The model to draw with: ``model``, the attached one, or a catalog lookup by name."""
         model = model if model is not None else self.model

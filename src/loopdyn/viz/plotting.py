@@ -185,29 +185,9 @@ def animate_trajectory(traj, path, model=None, fps=30, speed=1.0, trace=None, dp
         from loopdyn.kinematics.frames import frame_placement
 
         trace_pts = np.array([frame_placement(model, q, trace)[1] for q in Qf])
-    allp = [skel[1]]
-    for segs, cl, org in frames:
-        allp += [np.array([p for s in segs for p in s]).reshape(-1, 3), cl, org]
-    allp = np.vstack([a for a in allp if a.size])
-    lo, hi = allp.min(axis=0), allp.max(axis=0)
-    span = max(float((hi - lo).max()), 1e-3)
-    lo, hi = lo - 0.08 * span, hi + 0.08 * span
-    # every axis at least a quarter of the largest span (flat mechanisms stay readable)
-    mid, half = 0.5 * (lo + hi), np.maximum(0.5 * (hi - lo), 0.125 * span)
-    lo, hi = mid - half, mid + half
     planar = bool(getattr(model, "planar", False))
-
+    fig, ax = _scene(plt, planar, skel, frames)
     if planar:
-        fig, ax = plt.subplots(figsize=(5.5, 4.5))
-        ax.set_aspect("equal")
-        ax.set_xlim(lo[0], hi[0])
-        ax.set_ylim(lo[1], hi[1])
-        ax.set_xlabel("x (m)")
-        ax.set_ylabel("y (m)")
-        ax.grid(True, alpha=0.3)
-        g = skel[1]
-        if g.size:
-            ax.plot(g[:, 0], g[:, 1], "k^", ms=10, zorder=1)
         lines = [
             ax.plot([], [], "-", lw=3, color=f"C{i % 10}")[0] for i in range(len(frames[0][0]))
         ]
@@ -216,18 +196,6 @@ def animate_trajectory(traj, path, model=None, fps=30, speed=1.0, trace=None, dp
         path_line = ax.plot([], [], ":", color="0.4", lw=1)[0]
         label = ax.text(0.02, 0.95, "", transform=ax.transAxes)
     else:
-        fig = plt.figure(figsize=(6, 5))
-        ax = fig.add_subplot(projection="3d")
-        ax.set_xlim(lo[0], hi[0])
-        ax.set_ylim(lo[1], hi[1])
-        ax.set_zlim(lo[2], hi[2])
-        ax.set_box_aspect(tuple(hi - lo))
-        ax.set_xlabel("x")
-        ax.set_ylabel("y")
-        ax.set_zlabel("z")
-        g = skel[1]
-        if g.size:
-            ax.plot(g[:, 0], g[:, 1], g[:, 2], "k^", ms=6)
         lines = [
             ax.plot([], [], [], "-", lw=2.5, color=f"C{i % 10}")[0]
             for i in range(len(frames[0][0]))
@@ -292,3 +260,81 @@ def animate_trajectory(traj, path, model=None, fps=30, speed=1.0, trace=None, dp
     )
     plt.close(fig)
     return path
+
+
+def _scene(plt, planar, skel, frames):
+    """A figure and axes fitted to every frame's points (x–y plane for planar models,
+    3D otherwise, every axis at least a quarter of the largest span), ground pivots
+    drawn."""
+    allp = [skel[1]]
+    for segs, cl, org in frames:
+        allp += [np.array([p for s in segs for p in s]).reshape(-1, 3), cl, org]
+    allp = np.vstack([a for a in allp if a.size])
+    lo, hi = allp.min(axis=0), allp.max(axis=0)
+    span = max(float((hi - lo).max()), 1e-3)
+    lo, hi = lo - 0.08 * span, hi + 0.08 * span
+    mid, half = 0.5 * (lo + hi), np.maximum(0.5 * (hi - lo), 0.125 * span)
+    lo, hi = mid - half, mid + half
+    g = skel[1]
+    if planar:
+        fig, ax = plt.subplots(figsize=(5.5, 4.5))
+        ax.set_aspect("equal")
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+        ax.set_xlabel("x (m)")
+        ax.set_ylabel("y (m)")
+        ax.grid(True, alpha=0.3)
+        if g.size:
+            ax.plot(g[:, 0], g[:, 1], "k^", ms=10, zorder=1)
+    else:
+        fig = plt.figure(figsize=(6, 5))
+        ax = fig.add_subplot(projection="3d")
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+        ax.set_zlim(lo[2], hi[2])
+        ax.set_box_aspect(tuple(hi - lo))
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
+        ax.set_zlabel("z")
+        if g.size:
+            ax.plot(g[:, 0], g[:, 1], g[:, 2], "k^", ms=6)
+    return fig, ax
+
+
+def strobe_trajectory(traj, path=None, n=6, model=None, trace=None, dpi=100):
+    """A still of the motion: ``n`` configurations evenly spaced in time drawn over
+    each other, earlier ones fainter, closure joints as open circles; ``trace``: a
+    frame whose path is drawn.  Saved to ``path`` (PNG, PDF, SVG …) when given.
+    Returns the figure."""
+    plt = _pyplot()
+    model = traj.resolve_model(model)
+    n = int(n)
+    if n < 1 or len(traj) < 1:
+        raise ValueError("strobe needs n >= 1 and a trajectory with at least one point")
+    skel = skeleton(model)
+    tf = np.linspace(traj.t[0], traj.t[-1], n)
+    Qf = _interp_q(traj, tf) if len(traj) > 1 else np.repeat(traj.q[:1], n, axis=0)
+    frames = [_world(model, q, skel) for q in Qf]
+    planar = bool(getattr(model, "planar", False))
+    fig, ax = _scene(plt, planar, skel, frames)
+    dims = 2 if planar else 3
+    for k, (segs, cl, org) in enumerate(frames):
+        alpha = 0.25 + 0.75 * (k + 1) / n
+        for i, (a, b) in enumerate(segs):
+            ax.plot(*[[a[j], b[j]] for j in range(dims)], "-", lw=2.5, color=f"C{i % 10}",
+                    alpha=alpha)  # fmt: skip
+        ax.plot(*[org[:, j] for j in range(dims)], "ko", ms=3, alpha=alpha)
+        if cl.size:
+            ax.plot(*[cl[:, j] for j in range(dims)], "o", mfc="white", mec="k", ms=6,
+                    alpha=alpha)  # fmt: skip
+    if trace is not None:
+        from loopdyn.kinematics.frames import frame_placement
+
+        tt = np.linspace(traj.t[0], traj.t[-1], 200)
+        P = np.array([frame_placement(model, q, trace)[1] for q in _interp_q(traj, tt)])
+        ax.plot(*[P[:, j] for j in range(dims)], ":", color="0.3", lw=1)
+    ax.set_title(f"{traj.model_name}: t = {tf[0]:.2f} … {tf[-1]:.2f} s ({n} instants)")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=dpi)
+    return fig
