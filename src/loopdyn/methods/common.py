@@ -45,6 +45,10 @@ DIAG_QUALITY, DIAG_RESIDUAL, DIAG_ASCALE, DIAG_REFINED = 0, 1, 2, 3
 # closed-loop equations and gains a factor ~ eps · condition
 REFINE_RATIO = 1e-3
 MAX_REFINE = 4
+# ... and below this ratio of the articulated-body pivots (``aba_pivot_ratio``): the
+# recursion's own cancellations then cost up to ~1e-7 on mass ratios of 1e6 (Cassie's
+# rotors; Pinocchio's ABA alike), which a refinement step removes
+REFINE_ABA_RATIO = 1e-5
 
 
 @njit(cache=True, inline="always")
@@ -190,6 +194,19 @@ def refinement_verdict(step, dmax, prev, scale):
     if step > 0 and dmax > 0.5 * prev:
         return -2 if dmax > 1e-8 * scale else -1
     return 1
+
+
+@njit(cache=True)
+def aba_pivot_ratio(m, d):
+    """min / max over the joints of the articulated-body pivots 1 / (D⁻¹)_kk that the
+    last ABA left in ``d.Dinv`` (1 without coordinates)."""
+    lo, hi = 1e300, 0.0
+    for i in range(m.nb):
+        for k in range(m.topo[i, 5]):
+            p = 1.0 / d.Dinv[i, k, k]
+            lo = min(lo, p)
+            hi = max(hi, p)
+    return lo / hi if hi > 0.0 else 1.0
 
 
 @njit(cache=True, inline="always")

@@ -20,9 +20,11 @@ solved here by Cholesky (J ζ = J M⁻¹ Jᵀ is symmetric positive definite for
 independent rows), then q̈ from (13).  Cost O(n + nm + nm² + m³) (their §2.6).
 
 J ζ has the square of J's conditioning, so when its Cholesky pivot ratio is below
-``REFINE_RATIO`` the answer is refined: the residual of the equations of motion
-(RNEA with λ's loads, O(n)) and of J q̈ = γ is solved again by (13) and (32) with the
-factors already in hand, O(n + nm) a step, until the correction is at rounding level.
+``REFINE_RATIO`` (or the articulated-body pivots' below ``REFINE_ABA_RATIO``: ABA
+itself loses accuracy on extreme mass ratios) the answer is refined: the residual of
+the equations of motion (RNEA with λ's loads, O(n)) and of J q̈ = γ is solved again
+by (13) and (32) with the factors already in hand, O(n + nm) a step, until the
+correction is at rounding level.
 """
 
 from numba import njit, types
@@ -37,8 +39,10 @@ from loopdyn.methods.common import (
     INACCURATE,
     MAX_REFINE,
     PIVOT_TOL,
+    REFINE_ABA_RATIO,
     REFINE_RATIO,
     SINGULAR,
+    aba_pivot_ratio,
     accept,
     closure_loads,
     input_status,
@@ -99,8 +103,9 @@ def recursive_lambda_kernel(m, d, q, v, tau, qdd, lam):
             s += zeta[j, a] * lam[a]
         qdd[j] = s
     d.diag[DIAG_REFINED] = 0.0
-    if ratio < REFINE_RATIO and refine(m, d, tau, qdd, lam, r, max(eta, max_abs(qdd))) < 0:
-        return INACCURATE
+    if ratio < REFINE_RATIO or aba_pivot_ratio(m, d) < REFINE_ABA_RATIO:
+        if refine(m, d, tau, qdd, lam, r, max(eta, max_abs(qdd))) < 0:
+            return INACCURATE
     return accept(m, d, ratio, qdd, lam, r, eta)
 
 
