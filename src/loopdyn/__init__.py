@@ -58,6 +58,7 @@ from loopdyn.sim.trajectory import Trajectory
 from loopdyn.topology.aggregation import aggregation
 from loopdyn.topology.parallel import parallel_structure
 from loopdyn.tree import aba, crba, nonlinear_effects, rnea
+from loopdyn.viz.html import export_html
 
 __version__ = "0.1.0"
 
@@ -98,6 +99,7 @@ __all__ = [
     "degrees_of_freedom",
     "difference",
     "examples",
+    "export_html",
     "forward_dynamics",
     "forward_kinematics",
     "frame_jacobian",

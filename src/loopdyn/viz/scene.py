@@ -85,7 +85,8 @@ class Scene:
     ``poses`` (F, nbodies, 4, 4) body-to-world transforms, ``residual`` (F,) max
     |Φ(q)| (m, rad), ``energy`` (F,) T + V (J); ``loops``: (closure name, body
     indices) per geometric closure; ``radius``: the stick radius (m), the scale
-    of markers; ``notes``: what could not be drawn as the file asks (a missing
+    of markers; ``up`` (3,) the world's up direction (against gravity; +z without
+    gravity); ``notes``: what could not be drawn as the file asks (a missing
     mesh file, no trimesh) and what was drawn instead.
     """
 
@@ -101,6 +102,7 @@ class Scene:
     residual: np.ndarray
     energy: np.ndarray
     radius: float
+    up: np.ndarray
     notes: list = field(default_factory=list)
 
     @property
@@ -333,6 +335,13 @@ def _frames_of(obj, model, q, max_frames):
     return model, np.zeros(1), q[None, :].copy(), np.array([res]), np.array([e])
 
 
+def _up(model):
+    """Unit vector against gravity (+z for a model without gravity)."""
+    g = np.asarray(model.gravity, dtype=float)[-3:]
+    n = float(np.linalg.norm(g))
+    return -g / n if n > 0 else np.array([0.0, 0.0, 1.0])
+
+
 def body_poses(model, Q):
     """(F, nbodies, 4, 4) body-to-world transforms at each row of ``Q``."""
     from loopdyn.kinematics.frames import forward_kinematics
@@ -435,5 +444,6 @@ def build_scene(obj, model=None, q=None, max_frames=400, mesh_dirs=(), meshes=Tr
         residual=np.asarray(residual, dtype=float),
         energy=np.asarray(energy, dtype=float),
         radius=radius,
+        up=_up(model),
         notes=notes,
     )
