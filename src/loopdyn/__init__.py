@@ -59,6 +59,7 @@ from loopdyn.topology.aggregation import aggregation
 from loopdyn.topology.parallel import parallel_structure
 from loopdyn.tree import aba, crba, nonlinear_effects, rnea
 from loopdyn.viz.html import export_html
+from loopdyn.viz.viewer import view
 
 __version__ = "0.1.0"
 
@@ -121,5 +122,6 @@ __all__ = [
     "simulate",
     "topology",
     "total_energy",
+    "view",
     "viz",
 ]

@@ -548,6 +548,9 @@ def bench(
     _console().print(table)
 
 
+__import__("loopdyn.cli_view").cli_view.register(app)  # `loopdyn view` (cli_view.py)
+
+
 def main():  # pragma: no cover - console entry
     app(prog_name="loopdyn")
 
