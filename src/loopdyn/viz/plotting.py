@@ -4,13 +4,17 @@
 ``animate_trajectory``: a GIF (Pillow) or MP4 (ffmpeg) of the mechanism, drawn as
 a skeleton: each body a set of segments from its joint to the joints of its
 children and to its frames (closure frames included); ground pivots as triangles,
-loop closures as open circles.  Planar models are drawn in the x–y plane, others
-in 3D.
+loop closures as red rings; thick links, one colour per body, joints as white
+dots.  Planar models are drawn in the x–y plane, others in 3D from an isometric
+camera fitted to the motion's bounding box (``isometric_view``).
+``loopdyn.viz.render`` draws the 3D scene (meshes) instead of the skeleton.
 """
 
 from pathlib import Path
 
 import numpy as np
+
+from loopdyn.viz.scene import up_direction
 
 
 def _pyplot():
@@ -143,9 +147,15 @@ def _world(model, q, skel):
         R, o = Xw[b, :3], Xw[b, 3]
         origins[b] = o
         for x in pts[b]:
-            segs.append((o, R @ x + o))
+            segs.append((o, R @ x + o))  # one colour per body: see _segment_colors
     cl = np.array([Xw[b, :3] @ x + Xw[b, 3] if b >= 0 else x for b, x in closures]).reshape(-1, 3)
     return segs, cl, origins
+
+
+def _segment_colors(skel):
+    """Colour of each drawn segment: one per body (``C0``, ``C1`` … in body order), so
+    a body's segments read as one link."""
+    return [f"C{b % 10}" for b, P in enumerate(skel[0]) for _ in range(len(P))]
 
 
 def _frame_times(t, fps, speed):
@@ -186,22 +196,18 @@ def animate_trajectory(traj, path, model=None, fps=30, speed=1.0, trace=None, dp
 
         trace_pts = np.array([frame_placement(model, q, trace)[1] for q in Qf])
     planar = bool(getattr(model, "planar", False))
-    fig, ax = _scene(plt, planar, skel, frames)
+    fig, ax = _scene(plt, planar, skel, frames, up_direction(model))
+    colors = _segment_colors(skel)
     if planar:
-        lines = [
-            ax.plot([], [], "-", lw=3, color=f"C{i % 10}")[0] for i in range(len(frames[0][0]))
-        ]
-        joints = ax.plot([], [], "ko", ms=4, zorder=3)[0]
-        loops = ax.plot([], [], "o", mfc="white", mec="k", ms=8, zorder=4)[0]
+        lines = [ax.plot([], [], "-", lw=5, color=c, solid_capstyle="round")[0] for c in colors]
+        joints = ax.plot([], [], "o", mfc="white", mec="k", mew=1.2, ms=5, zorder=3)[0]
+        loops = ax.plot([], [], "o", mfc="none", mec="C3", mew=2, ms=10, zorder=4)[0]
         path_line = ax.plot([], [], ":", color="0.4", lw=1)[0]
         label = ax.text(0.02, 0.95, "", transform=ax.transAxes)
     else:
-        lines = [
-            ax.plot([], [], [], "-", lw=2.5, color=f"C{i % 10}")[0]
-            for i in range(len(frames[0][0]))
-        ]
-        joints = ax.plot([], [], [], "ko", ms=3)[0]
-        loops = ax.plot([], [], [], "o", mfc="white", mec="k", ms=6)[0]
+        lines = [ax.plot([], [], [], "-", lw=4, color=c, solid_capstyle="round")[0] for c in colors]
+        joints = ax.plot([], [], [], "o", mfc="white", mec="k", mew=1, ms=4)[0]
+        loops = ax.plot([], [], [], "o", mfc="none", mec="C3", mew=1.5, ms=8)[0]
         path_line = ax.plot([], [], [], ":", color="0.4", lw=1)[0]
         label = ax.text2D(0.02, 0.95, "", transform=ax.transAxes)
     ax.set_title(f"{traj.model_name} ({traj.method}, {traj.stabilization})")
@@ -262,10 +268,11 @@ def animate_trajectory(traj, path, model=None, fps=30, speed=1.0, trace=None, dp
     return path
 
 
-def _scene(plt, planar, skel, frames):
-    """A figure and axes fitted to every frame's points (x–y plane for planar models,
-    3D otherwise, every axis at least a quarter of the largest span), ground pivots
-    drawn."""
+def _scene(plt, planar, skel, frames, up=(0.0, 0.0, 1.0)):
+    """A figure and axes fitted to every frame's points: the x–y plane for planar
+    models; for the others, 3D axes around the motion's bounding box (every axis at
+    least a quarter of the largest span) seen from an isometric camera with ``up``
+    (against gravity) vertical; ground pivots drawn."""
     allp = [skel[1]]
     for segs, cl, org in frames:
         allp += [np.array([p for s in segs for p in s]).reshape(-1, 3), cl, org]
@@ -293,12 +300,21 @@ def _scene(plt, planar, skel, frames):
         ax.set_ylim(lo[1], hi[1])
         ax.set_zlim(lo[2], hi[2])
         ax.set_box_aspect(tuple(hi - lo))
-        ax.set_xlabel("x")
-        ax.set_ylabel("y")
-        ax.set_zlabel("z")
+        ax.set_xlabel("x (m)")
+        ax.set_ylabel("y (m)")
+        ax.set_zlabel("z (m)")
+        isometric_view(ax, up)
         if g.size:
             ax.plot(g[:, 0], g[:, 1], g[:, 2], "k^", ms=6)
     return fig, ax
+
+
+def isometric_view(ax, up=(0.0, 0.0, 1.0)):
+    """Point a 3D axes along a cube diagonal (elevation atan(1/√2) = 35.26°,
+    azimuth -45°) with the world axis closest to ``up`` vertical."""
+    k = int(np.argmax(np.abs(up)))
+    elev = 35.26 if up[k] > 0 else -35.26
+    ax.view_init(elev=elev, azim=-45.0, vertical_axis="xyz"[k])
 
 
 def strobe_trajectory(traj, path=None, n=6, model=None, trace=None, dpi=100):
@@ -316,16 +332,17 @@ def strobe_trajectory(traj, path=None, n=6, model=None, trace=None, dpi=100):
     Qf = _interp_q(traj, tf) if len(traj) > 1 else np.repeat(traj.q[:1], n, axis=0)
     frames = [_world(model, q, skel) for q in Qf]
     planar = bool(getattr(model, "planar", False))
-    fig, ax = _scene(plt, planar, skel, frames)
+    fig, ax = _scene(plt, planar, skel, frames, up_direction(model))
     dims = 2 if planar else 3
+    colors = _segment_colors(skel)
     for k, (segs, cl, org) in enumerate(frames):
         alpha = 0.25 + 0.75 * (k + 1) / n
-        for i, (a, b) in enumerate(segs):
-            ax.plot(*[[a[j], b[j]] for j in range(dims)], "-", lw=2.5, color=f"C{i % 10}",
-                    alpha=alpha)  # fmt: skip
-        ax.plot(*[org[:, j] for j in range(dims)], "ko", ms=3, alpha=alpha)
+        for (a, b), c in zip(segs, colors, strict=True):
+            ax.plot(*[[a[j], b[j]] for j in range(dims)], "-", lw=3.5, color=c, alpha=alpha,
+                    solid_capstyle="round")  # fmt: skip
+        ax.plot(*[org[:, j] for j in range(dims)], "o", mfc="white", mec="k", ms=4, alpha=alpha)
         if cl.size:
-            ax.plot(*[cl[:, j] for j in range(dims)], "o", mfc="white", mec="k", ms=6,
+            ax.plot(*[cl[:, j] for j in range(dims)], "o", mfc="none", mec="C3", mew=1.5, ms=8,
                     alpha=alpha)  # fmt: skip
     if trace is not None:
         from loopdyn.kinematics.frames import frame_placement

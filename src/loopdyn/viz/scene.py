@@ -335,7 +335,7 @@ def _frames_of(obj, model, q, max_frames):
     return model, np.zeros(1), q[None, :].copy(), np.array([res]), np.array([e])
 
 
-def _up(model):
+def up_direction(model):
     """Unit vector against gravity (+z for a model without gravity)."""
     g = np.asarray(model.gravity, dtype=float)[-3:]
     n = float(np.linalg.norm(g))
@@ -444,6 +444,6 @@ def build_scene(obj, model=None, q=None, max_frames=400, mesh_dirs=(), meshes=Tr
         residual=np.asarray(residual, dtype=float),
         energy=np.asarray(energy, dtype=float),
         radius=radius,
-        up=_up(model),
+        up=up_direction(model),
         notes=notes,
     )
