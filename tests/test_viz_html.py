@@ -2,7 +2,6 @@
 
 import json
 import re
-import shutil
 import subprocess
 
 import numpy as np
@@ -12,13 +11,10 @@ import loopdyn as ld
 
 pytest.importorskip("plotly", reason="the HTML export needs plotly (pip install loopdyn[viz])")
 
-from loopdyn.viz.html import _payload, export_html
+from loopdyn.viz.html import _payload, export_html, find_browser, screenshot
 from loopdyn.viz.scene import build_scene
 
-BROWSER = next(
-    (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)),
-    None,
-)
+BROWSER = find_browser()
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +61,7 @@ def test_page_renders_in_a_headless_browser(four_bar_traj, tmp_path):
     from PIL import Image
 
     path = export_html(four_bar_traj, tmp_path / "fb.html")
-    png = tmp_path / "fb.png"
-    _chromium(["--window-size=1000,750", f"--screenshot={png}", path.as_uri()])
-    assert png.is_file(), "Chromium wrote no screenshot"
+    png = screenshot(path, tmp_path / "fb.png")
     img = np.asarray(Image.open(png).convert("RGB")).astype(int)
     assert img.reshape(-1, 3).std(axis=0).max() > 5.0, "the screenshot is blank"
     # the four-bar's links (on a loop: orange) are drawn by WebGL

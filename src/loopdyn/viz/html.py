@@ -251,3 +251,36 @@ def export_html(obj, path, model=None, max_frames=300, mesh_dirs=(), meshes=True
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
     return path
+
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def find_browser():
+    """Path of a Chromium-family browser on the PATH, or None."""
+    import shutil
+
+    return next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
+
+
+def screenshot(html_path, png_path, size=(1000, 750), browser=None, wait_ms=8000):
+    """Render ``html_path`` in headless Chromium (software WebGL) into ``png_path``.
+
+    Returns the PNG path.  Raises ``RuntimeError`` when no browser is found or it
+    writes no image.
+    """
+    import subprocess
+
+    browser = browser or find_browser()
+    if browser is None:
+        raise RuntimeError(f"no headless browser on the PATH (one of {', '.join(BROWSERS)})")
+    png_path = Path(png_path).resolve()
+    png_path.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--use-angle=swiftshader",
+           "--enable-unsafe-swiftshader", "--hide-scrollbars", f"--virtual-time-budget={wait_ms}",
+           f"--window-size={size[0]},{size[1]}", f"--screenshot={png_path}",
+           Path(html_path).resolve().as_uri()]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    if not png_path.is_file():
+        raise RuntimeError(f"{browser} wrote no screenshot: {r.stderr.strip()[-300:]}")
+    return png_path

@@ -261,7 +261,11 @@ def _file_visuals(model, meta, mesh_dirs, notes):
             if not has_trimesh:
                 notes.append(f"{name}: reading meshes needs trimesh (pip install loopdyn[viz])")
                 continue
-            V, F = _load_mesh(path)
+            try:
+                V, F = _load_mesh(path)
+            except (ImportError, ValueError, OSError, KeyError) as e:  # a reader is missing
+                notes.append(f"{name}: mesh {path!r} unreadable ({e}); drawn as sticks")
+                continue
             V = V * np.asarray(g.get("scale", (1, 1, 1)), dtype=float)
             source = path
         elif t == "box" and "size" in g:
