@@ -2,6 +2,7 @@
 (viz.render)."""
 
 import numpy as np
+import pytest
 from PIL import Image
 
 import loopdyn as ld
@@ -38,3 +39,15 @@ def test_render_still_draws_the_scene(tmp_path):
     img = np.asarray(Image.open(png).convert("RGB")).astype(int)
     r, g, b = img[..., 0], img[..., 1], img[..., 2]
     assert ((r > g + 20) & (g > b + 20)).sum() > 2000  # the legs, on loops: orange
+
+
+def test_animate_scene_writes_one_image_per_video_frame(tmp_path):
+    from loopdyn.viz.render import animate_scene
+
+    m = ld.examples.four_bar()
+    traj = ld.simulate(m, m.q0, np.zeros(m.nv), 0.4, t_eval=np.linspace(0, 0.4, 21))
+    gif = animate_scene(traj, tmp_path / "fb.gif", fps=10, dpi=40)
+    with Image.open(gif) as im:
+        assert im.n_frames == 5  # 0.4 s at 10 frames per second, both ends
+    with pytest.raises(ValueError, match="gif"):
+        animate_scene(traj, tmp_path / "fb.avi")
