@@ -187,6 +187,24 @@ def test_cached_and_fresh_workspaces_give_the_same_answer(method):
     assert not failures, "\n".join(failures)
 
 
+
+def test_a_failed_call_at_an_inconsistent_state_leaves_no_rank_decision_behind():
+    """Census case 6553 of seed 11: two revolute closures on the same frames, one with the
+    frames swapped (rank 5 of 10 rows on the constraint manifold, 10 off it).  A call at an
+    inconsistent q raises SingularityError; the next call at the consistent q must detect
+    the rank again (it used to keep rank 10 and differ from a fresh Data by 3e-3)."""
+    mech = mx.random_mechanism((11, 6553), max_bodies=25)
+    model = mech.model
+    rng = np.random.default_rng(0)
+    ref = ld.forward_dynamics(model, mech.q, mech.v, mech.tau, data=model.create_data())
+    for method in ("sslm", "slm", "augmented"):
+        q1, v1, t1 = mx.other_state(mech, rng)
+        with pytest.raises(ld.SingularityError):
+            ld.forward_dynamics(model, q1, v1, t1, method=method)
+        got = ld.forward_dynamics(model, mech.q, mech.v, mech.tau, method=method)
+        assert got.rank == ref.rank == 5, method
+        assert np.abs(got.qdd - ref.qdd).max() <= 1e-10 * np.abs(ref.qdd).max(), method
+
 def test_denoc_refuses_the_seeded_mechanisms_by_name():
     """DeNOC applies to parallel mechanisms with one actuator per leg (``ld.parallel_structure``);
     none of the generated mechanisms is one (they have no actuators, free joints, generic

@@ -191,7 +191,12 @@ def _forward_dynamics(model, q, v, tau, method, data):
             "are too large for floating point"
         )
     if not st > 0.0:
-        raise SingularityError(_singular_message(model, q, d, method, st))
+        msg = _singular_message(model, q, d, method, st)
+        # the rank decision of a failed (often inconsistent) q must not outlive it: swapped
+        # duplicate closures are independent off the constraint manifold only
+        d.rank_info = None
+        d.bound.clear()
+        raise SingularityError(msg)
     lam = lam[: info.rank]
     if info.dropped.size:
         # minimum-norm multipliers over all rows with the same generalized force Jᵀλ
