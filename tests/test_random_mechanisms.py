@@ -187,7 +187,6 @@ def test_cached_and_fresh_workspaces_give_the_same_answer(method):
     assert not failures, "\n".join(failures)
 
 
-
 def test_a_failed_call_at_an_inconsistent_state_leaves_no_rank_decision_behind():
     """Census case 6553 of seed 11: two revolute closures on the same frames, one with the
     frames swapped (rank 5 of 10 rows on the constraint manifold, 10 off it).  A call at an
@@ -204,6 +203,7 @@ def test_a_failed_call_at_an_inconsistent_state_leaves_no_rank_decision_behind()
         got = ld.forward_dynamics(model, mech.q, mech.v, mech.tau, method=method)
         assert got.rank == ref.rank == 5, method
         assert np.abs(got.qdd - ref.qdd).max() <= 1e-10 * np.abs(ref.qdd).max(), method
+
 
 def test_denoc_refuses_the_seeded_mechanisms_by_name():
     """DeNOC applies to parallel mechanisms with one actuator per leg (``ld.parallel_structure``);
