@@ -54,7 +54,7 @@ def inverse_dynamics(
 
     ``actuated``: indices into v of the driven coordinates (default
     ``model.actuated``).  ``method``: ``"generic"`` (the least-squares solve of
-    [B Jᵀ] [u; λ] = M q̈ + h above, any model) or ``"denoc"`` (parallel mechanisms of
+    ``[B Jᵀ] [u; λ] = M q̈ + h`` above, any model) or ``"denoc"`` (parallel mechanisms of
     ``ld.parallel_structure`` with their own actuators, ``ModelError`` otherwise;
     its closure check is its own, on each leg).  Raises :class:`ActuationError` when
     the motion violates
