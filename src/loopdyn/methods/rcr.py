@@ -234,6 +234,34 @@ class RcrPlan:
         self.agg = agg
         self.independent_rows = rows
 
+    def set_dependent(self, b, dependent):
+        """Impose block b's dependent coordinates (v indices, m_b of its undetermined
+        ones); the kernel keeps them while Y1 stays well conditioned (Sec. 4.4)."""
+        bt = self.table[b]
+        ip, nu, nind = self.ip, int(bt[B_NU]), int(bt[B_NIND])
+        cand = ip[ip[R_CAND] + bt[B_CAND] : ip[R_CAND] + bt[B_CAND] + nu]
+        path = ip[ip[R_PATH] + bt[B_PATH] : ip[R_PATH] + bt[B_PATH] + bt[B_NP]]
+        isdep = ip[ip[R_DEP] + bt[B_PATH] : ip[R_DEP] + bt[B_PATH] + bt[B_NP]]
+        vcol = {int(self.cols[self.agg[bt[B_AGG], E.A_COL] + c]): p for p, c in enumerate(path)}
+        dep = sorted(vcol[int(c)] for c in dependent)
+        if len(dep) != nu - nind or not set(dep) <= set(cand.tolist()):
+            raise ValueError(f"block {b}: {nu - nind} dependent coordinates among {cand}")
+        cand[:] = sorted(set(cand.tolist()) - set(dep)) + dep
+        isdep[:] = 0
+        isdep[dep] = 1
+        a = self.agg[bt[B_AGG]]
+        order = ip[ip[E.H_ORDER] + a[E.A_COL] : ip[E.H_ORDER] + a[E.A_COL] + a[E.A_NS]]
+        order[bt[B_SLOT0] : bt[B_SLOT0] + nind] = path[cand[:nind]]
+
+    def dependent(self, b):
+        """Block b's current dependent coordinates (v indices)."""
+        bt = self.table[b]
+        ip = self.ip
+        cand = ip[ip[R_CAND] + bt[B_CAND] : ip[R_CAND] + bt[B_CAND] + bt[B_NU]]
+        path = ip[ip[R_PATH] + bt[B_PATH] : ip[R_PATH] + bt[B_PATH] + bt[B_NP]]
+        base = self.agg[bt[B_AGG], E.A_COL]
+        return tuple(int(self.cols[base + path[p]]) for p in cand[int(bt[B_NIND]) :])
+
     @staticmethod
     def _loop(model, k, pos, colstart):
         """Loop of closure (or coupling) k: its selected rows, its path bodies as
@@ -265,6 +293,8 @@ class RcrPlan:
             first, second = [(j, 0) for j in sa], [(j, 1) for j in ub]
         path, pb = [], []
         for j, side in first + second:  # around the loop: 0_i → … → cut → … → n_i
+            if topo[j, 5] == 0:  # a fixed joint: no coordinate, no column
+                continue
             pb.extend((j, side, len(path)))
             path.extend(int(colstart[j]) + c for c in range(topo[j, 5]))
         return dict(closures=[(k, sel, pb)], rows=sel, path=path)
