@@ -32,7 +32,7 @@ from loopdyn.kinematics.closures import (
     constraint_kernel,
     constraint_rank,
 )
-from loopdyn.methods import augmented, denoc, embedding, recursive_lambda, slm, sslm
+from loopdyn.methods import augmented, denoc, embedding, rcr, recursive_lambda, slm, sslm
 from loopdyn.methods.common import (
     BAD_INPUT,
     DIAG_ASCALE,
@@ -63,6 +63,7 @@ BINDERS = {
     "recursive_lambda": _bind_entry(recursive_lambda),
     "embedding": embedding.bind,
     "denoc": denoc.bind,
+    "rcr": rcr.bind,
 }
 METHODS = tuple(BINDERS)
 # the methods for any closed-loop model; the others need a structure (``check_method``)
@@ -70,10 +71,10 @@ GENERAL_METHODS = ("augmented", "slm", "sslm", "recursive_lambda", "embedding")
 # methods that start from all rows, without the dense rank detection (O(m n²) time, the
 # dense J in memory): their kernels fail (SINGULAR) on dependent rows, and the runner
 # then detects the independent rows and retries
-SELF_RANKED = frozenset({"embedding", "denoc"})
+SELF_RANKED = frozenset({"embedding", "denoc", "rcr"})
 # methods whose q̈ is that of the velocity the independent rates determine (for an
 # inconsistent v they fall back to augmented): simulate them with partitioning
-MINIMAL_METHODS = ("denoc",)
+MINIMAL_METHODS = ("denoc", "rcr")
 _MODULES = {
     "augmented": augmented,
     "slm": slm,
@@ -81,6 +82,7 @@ _MODULES = {
     "recursive_lambda": recursive_lambda,
     "embedding": embedding,
     "denoc": denoc,
+    "rcr": rcr,
 }
 
 
@@ -98,7 +100,10 @@ def check_method(model, method, data=None):
     if model.m and method not in GENERAL_METHODS:
         d = workspace(model, data)
         if method not in d.bound:
-            BINDERS[method](model, d)
+            try:
+                BINDERS[method](model, d)
+            except DependentRows:  # a SELF_RANKED plan given every row: detected at the call
+                pass
 
 
 def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):

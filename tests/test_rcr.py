@@ -1,0 +1,242 @@
+"""Recursive Coordinate Reduction (Anderson & Critchley): ``method="rcr"`` against the
+augmented oracle, its loop plan (the paper's choice of independent coordinates, ladder
+loops chained), run-time re-selection (Sec. 4.4) and simulation in independent
+coordinates."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+import loopdyn as ld
+import mechanisms as mx
+from closed_helpers import catalog_states, consistent_state
+from loopdyn.methods import dynamics
+from loopdyn.methods import rcr as R
+
+ACCEPTED = {
+    "four_bar": {},
+    "five_bar": {},
+    "slider_crank": {},
+    "planar_ladder": dict(L=6),
+    "spatial_ladder": dict(L=5),
+    "carpet_scraper": {},
+    "three_rrr": {},
+    "excavator": {},
+    "stewart": {},
+    "delta": {},
+    "closed_knee_leg": {},
+    "four_bar_chain": dict(N=4),
+    "four_bar_cut": dict(cut="internal"),
+    "geared_chain": dict(N=3, ratio=5.0),
+}
+
+
+def rel(a, b):
+    return float(np.abs(np.asarray(a) - b).max() / max(1.0, np.abs(b).max()))
+
+
+def rcr(model, q, v, tau, data=None):
+    """``forward_dynamics(method="rcr")``, asserting it did not fall back."""
+    res = ld.forward_dynamics(model, q, v, tau, method="rcr", data=data)
+    assert res.method == "rcr"
+    return res
+
+
+def test_registration():
+    assert "rcr" in dynamics.METHODS and "rcr" in dynamics.SELF_RANKED
+    assert "rcr" in dynamics.MINIMAL_METHODS and "rcr" not in dynamics.GENERAL_METHODS
+    assert dynamics.entry_of("rcr") is R.ENTRY
+
+
+@pytest.mark.parametrize("name", ACCEPTED)
+def test_rcr_equals_augmented_on_the_catalog(name):
+    model = ld.examples.get(name, **ACCEPTED[name])
+    dynamics.check_method(model, "rcr")  # accepted: no ModelError
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        q, v, tau = consistent_state(model, rng)
+        a = ld.forward_dynamics(model, q, v, tau, method="augmented")
+        r = rcr(model, q, v, tau)
+        assert rel(r.qdd, a.qdd) < 1e-10, name
+        assert rel(r.lam, a.lam) < 1e-10, name
+
+
+def test_rcr_on_inconsistent_velocities_still_solves_the_kkt_system():
+    # q̈ comes from the full v (γ, velocity products), so it is augmented's answer
+    model, states = catalog_states("four_bar", n=2)
+    for q, v, tau in states:
+        v = v + 0.1
+        a = ld.forward_dynamics(model, q, v, tau, method="augmented")
+        assert rel(rcr(model, q, v, tau).qdd, a.qdd) < 1e-10
+
+
+def test_paper_choice_of_independent_coordinates_on_the_ladder():
+    """Sec. 4.3: the first loop's first n_i − m_i = 2 joints (post 0's universal joint)
+    are the independent coordinates, every later loop has none (its 3 undetermined
+    coordinates are all dependent) and is solved after the loop it shares a post with."""
+    L = 6
+    model = ld.examples.spatial_ladder(L)
+    d = model.create_data()
+    q, v, tau = consistent_state(model, np.random.default_rng(1))
+    rcr(model, q, v, tau, data=d)
+    plan = R.plan_for(model, d)
+    assert len(plan.blocks) == L
+    ind0, dep0 = plan.blocks[0][3:5]
+    assert ind0 == (0, 1) and len(dep0) == 3
+    for b in plan.blocks[1:]:
+        assert b[3] == () and len(b[4]) == 3
+    # chained: each loop's known coordinates were fixed by the loop before it
+    for b0, b1 in zip(plan.blocks, plan.blocks[1:], strict=False):
+        assert set(b0[2]) & set(b1[2])
+
+
+def test_the_cost_is_linear_on_the_ladder_plan():
+    """O(n + m) memory: no block grows with L (each loop's J_i is 3 × 5)."""
+    for L in (8, 64):
+        model = ld.examples.spatial_ladder(L)
+        d = model.create_data()
+        plan = R.RcrPlan(model, np.arange(model.m))
+        assert max(int(b[R.B_M]) * int(b[R.B_NP]) for b in plan.table) == 15
+        assert plan.fw.size < 200 * model.nv
+        del d
+
+
+def _spinning_loop():
+    """Two hanging universal-joint posts closed by a ball joint; the ball sits on the
+    axis of a spinning revolute ("spin") at the first post's tip, so the spin's column of
+    J is zero: any choice making it dependent has a singular Y1 (Sec. 4.4)."""
+    b = ld.ModelBuilder("spinning_loop")
+    b.add_body("a", "ground", ld.Universal("x", "y"), mass=1, com=(0, 0, -0.5),
+               inertia=(0.1, 0.1, 0.01))  # fmt: skip
+    b.add_body("s", "a", ld.Revolute((0, 0, 1)), xyz=(0, 0, -1), mass=0.5, com=(0.1, 0, 0),
+               inertia=(0.01, 0.01, 0.01))  # fmt: skip
+    b.add_body("c", "ground", ld.Universal("x", "y"), xyz=(1, 0, 0), mass=1,
+               com=(0, 0, -0.5), inertia=(0.1, 0.1, 0.01))  # fmt: skip
+    b.add_body("r", "c", ld.Revolute((0, 1, 0)), xyz=(0, 0, -1), mass=0.5, com=(-0.5, 0, 0),
+               inertia=(0.01, 0.05, 0.05))  # fmt: skip
+    b.add_frame("fs", "s")
+    b.add_frame("fr", "r", xyz=(-1, 0, 0))
+    b.add_closure("ball", "fs", "fr", "ball")
+    return b.build()
+
+
+def test_an_ill_conditioned_choice_is_reselected_at_run_time():
+    model = _spinning_loop()
+    d = model.create_data()
+    rng = np.random.default_rng(5)
+    q = model.neutral()
+    v = ld.complete_velocity(model, q, rng.normal(size=model.nv))
+    tau = rng.normal(size=model.nv)
+    rcr(model, q, v, tau, data=d)
+    plan = R.plan_for(model, d)
+    spin = int(model.topo[model.body_names.index("s"), 3])
+    assert spin not in plan.dependent(0)  # the paper's choice is fine here
+    others = [c for c in plan.dependent(0)][:2]
+    plan.set_dependent(0, [spin, *others])
+    assert spin in plan.dependent(0)
+    r = rcr(model, q, v, tau, data=d)
+    assert spin not in plan.dependent(0)  # chosen again by complete pivoting
+    a = ld.forward_dynamics(model, q, v, tau, method="augmented")
+    assert rel(r.qdd, a.qdd) < 1e-10 and rel(r.lam, a.lam) < 1e-10
+
+
+def test_singular_loop_is_explained_with_loop_joints_and_condition():
+    """The four-bar of the catalog cannot reach a singular configuration from q0 by its
+    crank, so the kernel's failure is provoked with a zero J_i: explain names the loop,
+    its joints and the condition number."""
+    model = ld.examples.four_bar()
+    d = model.create_data()
+    q, v, tau = consistent_state(model, np.random.default_rng(0))
+    rcr(model, q, v, tau, data=d)
+    plan = R.plan_for(model, d)
+    R.explain(model, d)  # nothing failed: no error
+    plan.ip[R.R_FAIL] = 0
+    bt = plan.table[0]
+    plan.fw[bt[R.B_J] : bt[R.B_J] + bt[R.B_M] * bt[R.B_NP]] = 0.0
+    with pytest.raises(ld.SingularityError, match=r"RCR loop .*condition number of Y1"):
+        R.explain(model, d)
+
+
+def test_loops_that_cannot_be_solved_one_by_one_are_merged():
+    """delta: its two closures on the platform leave the second loop 4 rows on 3
+    coordinates not fixed by the first, so they form one block: still exact."""
+    model = ld.examples.delta()
+    d = model.create_data()
+    q, v, tau = consistent_state(model, np.random.default_rng(2))
+    r = rcr(model, q, v, tau, data=d)
+    a = ld.forward_dynamics(model, q, v, tau, method="augmented")
+    assert rel(r.qdd, a.qdd) < 1e-10
+    plan = R.plan_for(model, d)
+    assert any(len(b[1]) == 2 for b in plan.blocks)
+
+
+def test_more_rows_than_coordinates_is_a_model_error():
+    model = ld.examples.four_bar()
+    d = model.create_data()
+    with pytest.raises(ld.ModelError, match=r"rows on .* coordinates.*embedding"):
+        loops = [dict(closures=[(0, [0, 1, 2], [])], rows=[0, 1, 2], path=[0, 1])]
+        R.RcrPlan._schedule(model, loops, 3, False)
+    del d
+
+
+def test_tree_model_is_aba():
+    model = ld.examples.serial_arm()
+    q = model.neutral()
+    v = np.ones(model.nv)
+    tau = np.zeros(model.nv)
+    r = ld.forward_dynamics(model, q, v, tau, method="rcr")
+    assert rel(r.qdd, ld.aba(model, q, v, tau)) < 1e-12
+
+
+# --------------------------------------------------------------------------- random
+HYPOTHESIS = settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def _exact_or_named(mech):
+    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
+    try:
+        res = ld.forward_dynamics(
+            mech.model, mech.q, mech.v, mech.tau, method="rcr", data=mech.model.create_data()
+        )
+    except ld.LoopdynError:
+        return "error"
+    if not o.consistent:
+        pytest.fail(f"an answer where J q̈ = γ has no solution\n{mech.code()}")
+    err = mx.relative_error(res.qdd, o)
+    assert err <= mx.REL_TOL, f"rcr error {err:.3g}\n{mech.code()}"
+    return res.method
+
+
+@given(mx.mechanisms(max_bodies=8, max_closures=3))
+@HYPOTHESIS
+def test_rcr_is_exact_or_a_loopdyn_error_on_hypothesis_mechanisms(mech):
+    _exact_or_named(mech)
+
+
+def test_rcr_is_exact_or_a_loopdyn_error_on_seeded_mechanisms():
+    used = []
+    for i in range(30):
+        used.append(_exact_or_named(mx.random_mechanism((2024, i))))
+    assert used.count("rcr") >= 20, used  # mostly RCR itself, not the fallback
+
+
+# --------------------------------------------------------------------------- simulation
+def test_simulation_in_independent_coordinates_keeps_the_four_bar_closed():
+    """100 s of the four-bar (1000 s in examples/rcr_paper.py, docs/rcr.md): partitioning
+    integrates the independent coordinate only, so max |Φ| stays at the Newton
+    tolerance instead of drifting."""
+    model = ld.examples.four_bar()
+    traj = ld.simulate(
+        model, t_end=100.0, method="rcr", stabilization="partitioning", rtol=1e-9, atol=1e-9,
+        t_eval=201,
+    )  # fmt: skip
+    assert traj.completed and traj.method == "rcr"
+    assert np.nanmax(traj.residual_position) < 1e-10
+    assert np.nanmax(traj.residual_velocity) < 1e-9
