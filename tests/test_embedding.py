@@ -374,6 +374,27 @@ def test_singular_loop_raises():
                             method="embedding", data=model.create_data())  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    "method", ["augmented", "slm", "sslm", "recursive_lambda", "embedding", "rcr"]
+)
+def test_a_singular_call_leaves_the_workspace_as_new(method):
+    """After a SingularityError at the collinear configuration the same Data, back at a
+    regular state, answers like a fresh one (it used to keep the rows detected there:
+    embedding and rcr then ignored a closure row, |J q̈ − γ| = 2.1)."""
+    model = _flat_four_bar(0.5)
+    q = model.q0
+    v = ld.complete_velocity(model, q, [1.0, 0, 0])
+    tau = np.array([0.3, -0.2, 0.1])
+    d = model.create_data()
+    with pytest.raises(ld.SingularityError):
+        ld.forward_dynamics(model, np.zeros(3), np.array([1.0, -1.5, 0.0]), np.zeros(3),
+                            method=method, data=d)  # fmt: skip
+    ref = ld.forward_dynamics(model, q, v, tau, method=method, data=model.create_data())
+    for _ in range(2):  # the checked path, then the fast path
+        got = ld.forward_dynamics(model, q, v, tau, method=method, data=d)
+        assert rel_err(got.qdd, ref.qdd) < 1e-12 and got.rank == 2
+
+
 def test_poor_partition_is_reselected():
     """At the rocker's dead centre (crank and coupler aligned) a partition with the
     rocker independent has a singular Y1; the kernel makes the rocker dependent."""

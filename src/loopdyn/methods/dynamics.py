@@ -200,6 +200,7 @@ def _forward_dynamics(model, q, v, tau, method, data):
         # the rank decision of a failed (often inconsistent) q must not outlive it: swapped
         # duplicate closures are independent off the constraint manifold only
         d.rank_info = None
+        d.set_rows(np.arange(model.m, dtype=np.int64))
         d.bound.clear()
         raise SingularityError(msg)
     lam = lam[: info.rank]
