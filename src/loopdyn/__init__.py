@@ -13,6 +13,13 @@ from loopdyn import examples, interop, io, methods, topology, viz
 from loopdyn.analysis.assembly import assemble, complete_velocity, partition
 from loopdyn.analysis.energy import kinetic_energy, potential_energy, total_energy
 from loopdyn.analysis.inverse import inverse_dynamics
+from loopdyn.batch import (
+    BatchResult,
+    aba_batch,
+    forward_dynamics_batch,
+    inverse_dynamics_batch,
+    rnea_batch,
+)
 from loopdyn.errors import (
     ActuationError,
     AssemblyError,
@@ -68,6 +75,7 @@ __all__ = [
     "GROUND",
     "ActuationError",
     "AssemblyError",
+    "BatchResult",
     "Data",
     "Fixed",
     "Free",
@@ -85,6 +93,7 @@ __all__ = [
     "Trajectory",
     "Universal",
     "aba",
+    "aba_batch",
     "aggregation",
     "assemble",
     "closure_forces",
@@ -102,6 +111,7 @@ __all__ = [
     "examples",
     "export_html",
     "forward_dynamics",
+    "forward_dynamics_batch",
     "forward_kinematics",
     "frame_jacobian",
     "frame_placement",
@@ -109,6 +119,7 @@ __all__ = [
     "integrate",
     "interop",
     "inverse_dynamics",
+    "inverse_dynamics_batch",
     "io",
     "kinetic_energy",
     "load",
@@ -118,6 +129,7 @@ __all__ = [
     "partition",
     "potential_energy",
     "rnea",
+    "rnea_batch",
     "save",
     "simulate",
     "topology",

@@ -50,6 +50,7 @@ from loopdyn.errors import (
 )
 from loopdyn.kinematics.closures import closure_residual, constraints
 from loopdyn.methods import dynamics
+from loopdyn.sim import compiled as compiled_loop
 from loopdyn.sim.integrators import INTEGRATORS, IntegratorFailure, RK4Stepper, ScipyStepper
 from loopdyn.sim.stabilization import STABILIZATIONS, MobilityChange, System, tau_function
 from loopdyn.sim.trajectory import Trajectory
@@ -133,6 +134,7 @@ def simulate(
     max_steps=1_000_000,
     progress=None,
     data=None,
+    compiled=None,
 ):
     """Integrate the motion of ``model`` from (q0, v0) over [0, t_end].
 
@@ -163,6 +165,12 @@ def simulate(
       ``max_steps``: the largest number of integrator steps (a
       ``SimulationError`` with the trajectory so far beyond it).
       ``progress(t, t_end)``: called after every step.
+      ``compiled``: None (default) runs the loop inside compiled code when it applies
+      (τ None or constant, ``"RK4"`` or ``"RK45"``, stabilization ``"none"`` or
+      ``"projection"``, no spherical/free joints, no ``progress``; see
+      ``loopdyn.sim.compiled``), else the Python loop; ``True`` the same but a
+      ``ValueError`` saying why when it does not apply; ``False`` the Python loop.
+      Whatever the compiled loop cannot finish is redone by the Python loop.
 
     Out: a :class:`loopdyn.Trajectory` at the output times (states, q̈, λ, τ,
     closure residuals, energy) with ``stats`` (steps, nfev, wall time,
@@ -203,6 +211,17 @@ def simulate(
         v = complete_velocity(model, q, v, data=d)
     t_out = a["t_out"]
     mode = stabilization if model.m else "none"
+    if compiled is not False and data is None:
+        why = compiled_loop.eligible(model, tau, integrator, mode, progress)
+        if why is None:
+            traj = compiled_loop.run(
+                model, q, v, tau_function(model, tau)(0.0, q, v), method, integrator, mode, a,
+                singularities == "stop", max_steps,
+            )  # fmt: skip
+            if traj is not None:
+                return traj
+        elif compiled:
+            raise ValueError(f"{model.name}: compiled=True does not apply: {why}")
     system = System(
         model, method, tau_function(model, tau), mode, gains, constraint_tol, d, independent
     )

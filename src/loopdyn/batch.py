@@ -1,0 +1,400 @@
+"""Batched dynamics: one model, many states, every core.
+
+``ld.forward_dynamics_batch(model, Q, V, TAU, method=...)``, ``ld.aba_batch``,
+``ld.rnea_batch`` and ``ld.inverse_dynamics_batch`` evaluate N states given as the
+rows of (N, nq) / (N, nv) arrays.  The states are split into one contiguous chunk
+per thread; each chunk runs the method's own compiled entry (the very kernel
+``ld.forward_dynamics`` calls, ``Data.bound``) on its own copy of the workspace
+buffer ``ctx`` (and of the method's plan buffer), inside a numba ``prange`` loop
+compiled with ``nogil=True``: the threads run in parallel and other Python threads
+keep running meanwhile.
+
+A result is exact or reported: every element has a ``status``.  An element whose
+compiled fast path does not finish with an accepted result (a status < 0: singular,
+inaccurate, not finite) is recomputed by the single-call path of
+``ld.forward_dynamics`` (rank re-detection, the dense fallback), so the batch equals
+the single calls element by element; an element that still fails keeps a negative
+status and its rows of ``qdd`` / ``lam`` are NaN.  By default a
+:class:`loopdyn.SingularityError` (or ``ValueError`` for non-finite inputs) then
+lists the failing indices; ``on_error="report"`` returns the result instead.
+"""
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from loopdyn.analysis.inverse import _indices
+from loopdyn.errors import LoopdynError, SingularityError
+from loopdyn.kernels.numba_internals import as_input
+from loopdyn.kernels.views import handles
+from loopdyn.kinematics.closures import constraint_entry
+from loopdyn.methods import dynamics
+from loopdyn.methods.augmented import augmented_entry
+from loopdyn.methods.common import NONFINITE_INPUT, SINGULAR
+from loopdyn.methods.denoc import denoc_entry
+from loopdyn.methods.embedding import embedding_entry
+from loopdyn.methods.recursive_lambda import recursive_lambda_entry
+from loopdyn.methods.slm import slm_entry
+from loopdyn.methods.sslm import sslm_entry
+from loopdyn.tree import aba, aba0_entry, rnea, rnea0_entry
+from loopdyn.validation import scalar
+
+# the index of each method's entry in ``_fd_chunks``
+_CODE = {name: k for k, name in enumerate(dynamics.METHODS)}
+assert dynamics.METHODS == ("augmented", "slm", "sslm", "recursive_lambda", "embedding", "denoc")
+# statuses of aba_batch / rnea_batch / inverse_dynamics_batch elements (fd: the method's own)
+OK = 0.0
+FAILED = -1.0  # singular (aba: an articulated inertia; inverse: the actuators cannot do it)
+NOT_FINITE = -3.0  # the inputs hold NaN/inf (or the element's result is not finite)
+
+
+@dataclass
+class BatchResult:
+    """The result of a batched call over N states.
+
+    ``qdd`` (N, nv) accelerations or ``tau`` (N, nv) joint forces (the batch function's
+    output; NaN in failed rows), ``lam`` (N, m) closure multipliers (None where there
+    are none; ``ForwardDynamicsResult``'s convention), ``status`` (N,) per element:
+    > 0 (forward dynamics: the quality, 1 / ``ForwardDynamicsResult.condition``) or 0
+    (the others) when the row is a result, < 0 when it failed (``methods.common``'s
+    statuses for forward dynamics; ``FAILED`` / ``NOT_FINITE`` otherwise).
+    ``failed``: the indices of the failed elements; ``fallbacks``: how many elements
+    took the single-call path.
+    """
+
+    out: np.ndarray
+    lam: np.ndarray | None
+    status: np.ndarray
+    fallbacks: int = 0
+
+    @property
+    def qdd(self):
+        return self.out
+
+    @property
+    def tau(self):
+        return self.out
+
+    @property
+    def failed(self):
+        return np.flatnonzero(self.status < 0.0)
+
+    @property
+    def ok(self):
+        return bool(np.all(self.status >= 0.0))
+
+
+# ------------------------------------------------------------------ compiled loops
+@njit(cache=True, inline="always")
+def _chunk(c, nchunks, n):
+    """[start, stop) of chunk c of n elements split into nchunks."""
+    return c * n // nchunks, (c + 1) * n // nchunks
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _fd_chunks(code, CTX, PB, Q, V, TAU, QDD, LAM, ST):
+    """Forward dynamics of every row with method ``code``; chunk c on CTX[c], PB[c]."""
+    nc = CTX.shape[0]
+    for c in prange(nc):
+        ctx, pb = CTX[c], PB[c]
+        lo, hi = _chunk(c, nc, Q.shape[0])
+        for i in range(lo, hi):
+            q, v, tau = as_input(Q[i]), as_input(V[i]), as_input(TAU[i])
+            if code == 0:
+                ST[i] = augmented_entry(ctx, q, v, tau, QDD[i], LAM[i])
+            elif code == 1:
+                ST[i] = slm_entry(ctx, q, v, tau, QDD[i], LAM[i])
+            elif code == 2:
+                ST[i] = sslm_entry(ctx, pb, q, v, tau, QDD[i], LAM[i])
+            elif code == 3:
+                ST[i] = recursive_lambda_entry(ctx, q, v, tau, QDD[i], LAM[i])
+            elif code == 4:
+                ST[i] = embedding_entry(ctx, pb, q, v, tau, QDD[i], LAM[i])
+            else:
+                ST[i] = denoc_entry(ctx, pb, q, v, tau, QDD[i], LAM[i])
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _tree_chunks(inverse, CTX, Q, V, X, OUTS, ST):
+    """``aba0_entry`` (q, v, τ -> q̈) or ``rnea0_entry`` (q, v, a -> τ) on every row."""
+    nc = CTX.shape[0]
+    for c in prange(nc):
+        ctx = CTX[c]
+        lo, hi = _chunk(c, nc, Q.shape[0])
+        for i in range(lo, hi):
+            q, v, x = as_input(Q[i]), as_input(V[i]), as_input(X[i])
+            if inverse:
+                ST[i] = rnea0_entry(ctx, q, v, x, OUTS[i])
+            else:
+                ST[i] = aba0_entry(ctx, q, v, x, OUTS[i])
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _inverse_chunks(CTX, Q, V, QDD, act, tol, closure_tol, TAU, LAM, ST):
+    """``ld.inverse_dynamics`` (generic) of every row: b = rnea(q, v, q̈) = M q̈ + h,
+    the closure checks on J v and J q̈ - γ, then [B Jᵀ] [u; λ] = b by least squares
+    (LAPACK gelsd with numpy's default cut-off, as the single call) and its residual
+    test.  ST: 0 (a result), -1 (the motion violates the closures or the actuators
+    cannot produce it), -2 (the inputs failed the entry's checks)."""
+    nc = CTX.shape[0]
+    na = act.shape[0]
+    for c in prange(nc):
+        ctx = CTX[c]
+        m, d = handles(ctx)
+        nv, nm = m.nv, m.nr
+        A = np.zeros((nv, na + nm))
+        b = np.empty(nv)
+        rcond = np.finfo(np.float64).eps * max(nv, na + nm)
+        lo, hi = _chunk(c, nc, Q.shape[0])
+        for i in range(lo, hi):
+            q, v, a = as_input(Q[i]), as_input(V[i]), as_input(QDD[i])
+            if rnea0_entry(ctx, q, v, a, b) != -1:
+                ST[i] = -2.0
+                continue
+            A[:, :] = 0.0
+            for k in range(na):
+                A[act[k], k] = 1.0
+            ok = True
+            if nm:
+                constraint_entry(ctx, q, v, True)
+                jm = ev = ea = gm = 0.0
+                vm = max(np.abs(V[i]).max(), 1.0)
+                am = max(np.abs(QDD[i]).max(), 1.0)
+                for r in range(nm):
+                    sv = sa = 0.0
+                    for j in range(nv):
+                        A[j, na + r] = d.J[r, j]
+                        sv += d.J[r, j] * V[i, j]
+                        sa += d.J[r, j] * QDD[i, j]
+                        jm = max(jm, abs(d.J[r, j]))
+                    ev = max(ev, abs(sv))
+                    ea = max(ea, abs(sa - d.gamma[r]))
+                    gm = max(gm, abs(d.gamma[r]))
+                ok = ev <= closure_tol * jm * vm and ea <= closure_tol * (jm * am + gm)
+            x = np.linalg.lstsq(A, b, rcond)[0]
+            res = np.sqrt(np.sum((A @ x - b) ** 2))
+            if not ok or res > tol * max(1.0, np.sqrt(np.sum(b * b))):
+                ST[i] = -1.0
+                continue
+            for j in range(nv):
+                TAU[i, j] = 0.0
+            for k in range(na):
+                TAU[i, act[k]] = x[k]
+            for r in range(nm):
+                LAM[i, r] = x[na + r]
+            ST[i] = 0.0
+
+
+# ------------------------------------------------------------------ helpers
+def _rows(model, X, n, width, what):
+    """``X`` as a C-contiguous float64 (n, width) array; None -> zeros, (width,) -> tiled."""
+    if X is None:
+        return np.zeros((n, width))
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape == (width,):
+        X = np.tile(X, (n, 1))
+    if X.shape != (n, width):
+        raise ValueError(
+            f"{model.name}: {what} must have shape ({n}, {width}) (one row per state), "
+            f"got {X.shape}"
+        )
+    return np.require(X, np.float64, ["C", "W"])  # one compiled type for every input
+
+
+def _states(model, Q, V):
+    """Q (N, nq) and V (N, nv) checked; V None -> zeros."""
+    Q = np.asarray(Q, dtype=np.float64)
+    if Q.ndim != 2 or Q.shape[1] != model.nq:
+        raise ValueError(f"{model.name}: Q must have shape (N, {model.nq}), got {Q.shape}")
+    Q = np.require(Q, np.float64, ["C", "W"])
+    return Q, _rows(model, V, Q.shape[0], model.nv, "V")
+
+
+def _copies(buf, n):
+    """``n`` copies of a buffer, one per chunk (thread)."""
+    return np.tile(buf, (n, 1))
+
+
+def _nchunks(n, threads):
+    """Chunks (one per thread, at most one per element)."""
+    t = numba.get_num_threads() if threads is None else int(threads)
+    if t < 1:
+        raise ValueError(f"threads must be >= 1, got {threads!r}")
+    return max(1, min(t, n))
+
+
+def _finish(model, res, on_error, what):
+    """Raise for failed elements unless ``on_error == "report"``."""
+    if on_error not in ("raise", "report"):
+        raise ValueError(f"on_error must be 'raise' or 'report', got {on_error!r}")
+    bad = res.failed
+    if bad.size and on_error == "raise":
+        shown = ", ".join(str(i) for i in bad[:20]) + (" …" if bad.size > 20 else "")
+        if np.all(res.status[bad] == NONFINITE_INPUT) or np.all(res.status[bad] == NOT_FINITE):
+            raise ValueError(f"{model.name}: {what}: {bad.size} states hold NaN or inf: {shown}")
+        raise SingularityError(
+            f"{model.name}: {what}: {bad.size} of {res.status.size} states failed (singular "
+            f"or not finite) at indices {shown}; pass on_error='report' for the status array"
+        )
+    return res
+
+
+# ------------------------------------------------------------------ public API
+def forward_dynamics_batch(
+    model, Q, V=None, TAU=None, method="augmented", on_error="raise", threads=None
+):
+    """``ld.forward_dynamics`` of every row: Q (N, nq), V (N, nv; None: zeros), TAU
+    (N, nv, or one (nv,) row for all; None: zeros).
+
+    Out: :class:`BatchResult` with ``qdd`` (N, nv), ``lam`` (N, m; None for a tree),
+    ``status`` (N,): the quality (> 0) of each element, as ``ld.forward_dynamics``
+    reports it (1 / ``condition``), or a negative status of ``loopdyn.methods.common``.
+    Element i equals ``ld.forward_dynamics(model, Q[i], V[i], TAU[i], method)``.
+    ``on_error="raise"`` (default): a :class:`SingularityError` listing the failed
+    indices (``ValueError`` if they all hold NaN/inf); ``"report"``: the result,
+    failed rows NaN.  ``threads``: default numba's thread count.
+    """
+    if method not in dynamics.BINDERS:
+        raise ValueError(f"unknown method {method!r}; available: {', '.join(dynamics.METHODS)}")
+    Q, V = _states(model, Q, V)
+    n, nv, m = Q.shape[0], model.nv, model.m
+    TAU = _rows(model, TAU, n, nv, "TAU")
+    if model.m == 0:  # a tree: every method is the ABA
+        res = aba_batch(model, Q, V, TAU, on_error=on_error, threads=threads)
+        res.status[res.status == OK] = 1.0
+        return res
+    QDD = np.full((n, nv), np.nan)
+    LAM = np.full((n, m), np.nan)
+    ST = np.full(n, SINGULAR)
+    dynamics.check_method(model, method, model.create_data())
+    bound = _bound(model, method, Q, V, TAU)
+    if bound is not None and n:
+        call = bound[0]
+        ctx = call.args[0]
+        pb = call.args[1] if len(call.args) > 1 else np.zeros(1)
+        nc = _nchunks(n, threads)
+        _fd_chunks(_CODE[method], _copies(ctx, nc), _copies(pb, nc), Q, V, TAU, QDD, LAM, ST)
+    redo = np.flatnonzero(~(ST > 0.0))
+    # the single-call path (rank re-detection, fallback, its errors), each on a fresh
+    # Data so that no element depends on another's rank detection
+    for i in redo:
+        try:
+            r = dynamics.forward_dynamics(
+                model, Q[i], V[i], TAU[i], method=method, data=model.create_data()
+            )
+        except SingularityError:
+            ST[i] = SINGULAR
+        except ValueError:
+            ST[i] = NONFINITE_INPUT
+        else:
+            QDD[i] = r.qdd
+            LAM[i] = r.lam
+            ST[i] = 1.0 / r.condition  # the quality
+            continue
+        QDD[i] = np.nan
+        LAM[i] = np.nan
+    return _finish(model, BatchResult(QDD, LAM, ST, redo.size), on_error, "forward dynamics")
+
+
+def _bound(model, method, Q, V, TAU):
+    """The fast path of ``method`` bound to a fresh Data by a first single call at one of
+    the first three states, or None if none succeeds with all closure rows independent
+    (redundant rows: every element then takes the single-call path).  A fresh Data:
+    the model's own may hold a rank re-detected at an earlier singular state."""
+    for i in range(min(3, Q.shape[0])):
+        d = model.create_data()
+        try:
+            dynamics.forward_dynamics(model, Q[i], V[i], TAU[i], method=method, data=d)
+        except (LoopdynError, ValueError):
+            continue
+        b, info = d.bound.get(method), d.rank_info  # None: every row (embedding, denoc)
+        if b is not None and (info is None or not info.dropped.size):
+            return b
+    return None
+
+
+def aba_batch(model, Q, V=None, TAU=None, on_error="raise", threads=None):
+    """``ld.aba`` (tree forward dynamics, closures ignored) of every row.
+
+    Q (N, nq), V (N, nv), TAU (N, nv or (nv,)); None: zeros.  Out: :class:`BatchResult`
+    with ``qdd`` (N, nv), ``lam`` None, ``status`` 0 or ``FAILED`` (a singular
+    articulated inertia) / ``NOT_FINITE``.
+    """
+    return _tree(model, Q, V, TAU, False, on_error, threads)
+
+
+def rnea_batch(model, Q, V=None, A=None, on_error="raise", threads=None):
+    """``ld.rnea`` (tree inverse dynamics τ = M a + h) of every row; as ``aba_batch``,
+    with ``tau`` (N, nv) as the result."""
+    return _tree(model, Q, V, A, True, on_error, threads)
+
+
+def _tree(model, Q, V, X, inverse, on_error, threads):
+    Q, V = _states(model, Q, V)
+    n, nv = Q.shape[0], model.nv
+    X = _rows(model, X, n, nv, "A" if inverse else "TAU")
+    out = np.full((n, nv), np.nan)
+    st = np.full(n, -2, dtype=np.int64)
+    if n:
+        nc = _nchunks(n, threads)
+        _tree_chunks(inverse, _copies(model.data.ctx, nc), Q, V, X, out, st)
+    status = np.where(st == -1, OK, FAILED)
+    for i in np.flatnonzero(st != -1):  # the checked path says why
+        try:
+            out[i] = (rnea if inverse else aba)(model, Q[i], V[i], X[i])
+            status[i] = OK
+        except ValueError:
+            status[i] = NOT_FINITE
+        except SingularityError:
+            status[i] = FAILED
+        if status[i] != OK:
+            out[i] = np.nan
+    res = BatchResult(out, None, status, int(np.count_nonzero(st != -1)))
+    return _finish(model, res, on_error, "rnea" if inverse else "aba")
+
+
+def inverse_dynamics_batch(
+    model, Q, V, QDD, actuated=None, tol=1e-8, closure_tol=1e-6, on_error="raise", threads=None
+):
+    """``ld.inverse_dynamics`` (method "generic") of every row: the actuator forces
+    producing QDD (N, nv) at (Q, V) (N, nq), (N, nv).
+
+    Compiled in parallel: rnea, the closure checks and the least-squares solve
+    [B Jᵀ] [u; λ] = M q̈ + h of ``ld.inverse_dynamics`` (``actuated``, ``tol``,
+    ``closure_tol`` as there).  Out: :class:`BatchResult` with ``tau`` (N, nv, zero
+    off the actuated coordinates), ``lam`` (N, m), ``status`` 0, ``FAILED`` (the
+    motion violates the closures or the actuators cannot produce it: the single call
+    raises ``ActuationError``) or ``NOT_FINITE``.
+    """
+    Q, V = _states(model, Q, V)
+    n, nv, m = Q.shape[0], model.nv, model.m
+    QDD = _rows(model, QDD, n, nv, "QDD")
+    act = model.actuated if actuated is None else _indices(model, actuated)
+    tol = scalar(tol, "tol", model, positive=True)
+    closure_tol = scalar(closure_tol, "closure_tol", model, positive=True)
+    tau = np.full((n, nv), np.nan)
+    lam = np.full((n, m), np.nan)
+    st = np.full(n, FAILED)
+    if n:
+        nc = _nchunks(n, threads)
+        ctx = model.data.ensure_dense().ctx if m else model.data.ctx
+        _inverse_chunks(_copies(ctx, nc), Q, V, QDD, act, tol, closure_tol, tau, lam, st)
+    redo = np.flatnonzero(st == -2.0)
+    for i in redo:  # the checked path says why
+        try:
+            rnea(model, Q[i], V[i], QDD[i])
+        except ValueError:
+            st[i] = NOT_FINITE
+    st[redo[st[redo] == -2.0]] = FAILED
+    return _finish(model, BatchResult(tau, lam, st, redo.size), on_error, "inverse dynamics")
+
+
+__all__ = [
+    "BatchResult",
+    "aba_batch",
+    "forward_dynamics_batch",
+    "inverse_dynamics_batch",
+    "rnea_batch",
+]

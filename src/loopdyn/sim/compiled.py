@@ -1,0 +1,482 @@
+"""The simulation loop inside compiled code: ``ld.simulate(..., compiled=...)``.
+
+For a constant τ (or none), the fixed-step ``"RK4"`` and the adaptive Dormand–Prince
+5(4) ``"RK45"`` (scipy's coefficients, step-size control, initial step and quartic
+dense output at the requested times) run entirely in one numba function, with the
+stabilisation ``"none"`` or ``"projection"`` of ``loopdyn.sim.simulate`` (Newton with
+minimum-norm steps onto Φ = 0, then v onto J v = 0, after every step and at every
+output) and its singularity monitor (``System.mobility_crossed``: the sign of
+det [J; N_refᵀ]).  Every right-hand side is the method's own compiled entry (the one
+``ld.forward_dynamics`` binds, ``Data.bound``).  The outputs (q̈, λ, closure
+residuals, energy) are evaluated in the same function.
+
+Eligible: models without spherical/free joints (q is its own chart), a method whose
+fast path applies (no redundant closure rows).  Anything the compiled loop cannot
+finish (a failed solve, a singularity, max_steps, a non-finite state) makes it hand
+back to the Python loop, which then produces the documented result or error; so the
+compiled loop changes speed, never outcomes beyond the integrator tolerance.
+Ctrl-C is not seen while the compiled loop runs.
+"""
+
+import time
+
+import numpy as np
+from numba import njit
+
+from loopdyn.errors import LoopdynError
+from loopdyn.kernels.numba_internals import as_input
+from loopdyn.kernels.views import handles
+from loopdyn.kinematics.closures import constraint_entry
+from loopdyn.methods import dynamics
+from loopdyn.methods.augmented import augmented_entry
+from loopdyn.methods.denoc import denoc_entry
+from loopdyn.methods.embedding import embedding_entry
+from loopdyn.methods.recursive_lambda import recursive_lambda_entry
+from loopdyn.methods.slm import slm_entry
+from loopdyn.methods.sslm import sslm_entry
+from loopdyn.model.data import Data
+from loopdyn.sim.trajectory import Trajectory
+
+# the index of each method's entry in ``method_call``
+CODE = {name: k for k, name in enumerate(dynamics.METHODS)}
+assert dynamics.METHODS == ("augmented", "slm", "sslm", "recursive_lambda", "embedding", "denoc")
+INTEGRATORS = ("RK4", "RK45")
+STABILIZATIONS = ("none", "projection")
+MOBILITY_TOL = 1e-8  # as loopdyn.sim.stabilization
+# outcomes of the loop
+DONE, FAILED_SOLVE, NOT_FINITE, SINGULAR, MAX_STEPS, NO_PROJECTION, STEP_TOO_SMALL = range(7)
+
+# Dormand–Prince 5(4) (scipy.integrate.RK45)
+_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0])
+_A = np.array(
+    [
+        [0.0, 0, 0, 0, 0],
+        [1 / 5, 0, 0, 0, 0],
+        [3 / 40, 9 / 40, 0, 0, 0],
+        [44 / 45, -56 / 15, 32 / 9, 0, 0],
+        [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729, 0],
+        [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656],
+    ]
+)
+_B = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])
+_E = np.array([-71 / 57600, 0, 71 / 16695, -71 / 1920, 17253 / 339200, -22 / 525, 1 / 40])
+_P = np.array(
+    [
+        [1, -8048581381 / 2820520608, 8663915743 / 2820520608, -12715105075 / 11282082432],
+        [0, 0, 0, 0],
+        [0, 131558114200 / 32700410799, -68118460800 / 10900136933, 87487479700 / 32700410799],
+        [0, -1754552775 / 470086768, 14199869525 / 1410260304, -10690763975 / 1880347072],
+        [0, 127303824393 / 49829197408, -318862633887 / 49829197408, 701980252875 / 199316789632],
+        [0, -282668133 / 205662961, 2019193451 / 616988883, -1453857185 / 822651844],
+        [0, 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423],
+    ]
+)
+
+
+@njit(cache=True, inline="always")
+def method_call(code, ctx, pb, q, v, tau, qdd, lam):
+    """The compiled entry of method ``code`` (``CODE``) on workspace ``ctx`` and plan
+    buffer ``pb``: q̈ into ``qdd``, λ into ``lam``; the quality > 0 or a status < 0."""
+    if code == 0:
+        return augmented_entry(ctx, q, v, tau, qdd, lam)
+    if code == 1:
+        return slm_entry(ctx, q, v, tau, qdd, lam)
+    if code == 2:
+        return sslm_entry(ctx, pb, q, v, tau, qdd, lam)
+    if code == 3:
+        return recursive_lambda_entry(ctx, q, v, tau, qdd, lam)
+    if code == 4:
+        return embedding_entry(ctx, pb, q, v, tau, qdd, lam)
+    return denoc_entry(ctx, pb, q, v, tau, qdd, lam)
+
+
+@njit(cache=True)
+def _rhs(code, ctx, pb, n, y, tau, f, qdd, lam):
+    """f = (v, q̈(q, v, τ)) of y = (q, v); the method's status."""
+    st = method_call(code, ctx, pb, as_input(y[:n]), as_input(y[n:]), as_input(tau), qdd, lam)
+    for i in range(n):
+        f[i] = y[n + i]
+        f[n + i] = qdd[i]
+    return st
+
+
+@njit(cache=True)
+def _pinv(ctx):
+    """Jᵀ(J Jᵀ)⁻¹ of the independent rows of the J in ``ctx`` (the Moore–Penrose inverse)."""
+    m, d = handles(ctx)
+    Jr = np.empty((d.nrows, m.nv))
+    for a in range(d.nrows):
+        Jr[a] = d.J[d.rows[a]]
+    return Jr.T @ np.linalg.inv(Jr @ Jr.T)
+
+
+@njit(cache=True)
+def _project(ctx, y, tol):
+    """``System.project`` with threshold 0: y = (q, v) onto Φ = 0 (Newton, minimum-norm
+    steps Δq = -Jᵀ(J Jᵀ)⁻¹Φ on the independent rows, the factor kept while it
+    converges), then v -= Jᵀ(J Jᵀ)⁻¹ J v at the projected q.  Returns 1 if y moved,
+    0 if not, -1 if Newton did not converge."""
+    m, d = handles(ctx)
+    n, r = m.nv, d.nrows
+    q = y[:n]
+    moved = 0
+    last = np.inf
+    P = np.empty((n, r))
+    have = False
+    converged = False
+    for _ in range(20):
+        constraint_entry(ctx, as_input(q), as_input(q[:0]), True)
+        err = 0.0
+        for k in range(m.nr):
+            err = max(err, abs(d.Phi[k]))
+        if err <= tol or (err >= 0.5 * last and err <= 1e3 * tol):
+            converged = True
+            break
+        if not have or err > 0.1 * last:
+            P = _pinv(ctx)
+            have = True
+        last = err
+        for i in range(n):
+            s = 0.0
+            for a in range(r):
+                s += P[i, a] * d.Phi[d.rows[a]]
+            q[i] -= s
+        moved = 1
+    if not converged:
+        return -1
+    Jv = np.zeros(r)
+    vmax = 1.0
+    for i in range(n):
+        vmax = max(vmax, abs(y[n + i]))
+    big = 0.0
+    for a in range(r):
+        for j in range(n):
+            Jv[a] += d.J[d.rows[a], j] * y[n + j]
+        big = max(big, abs(Jv[a]))
+    if big > tol * vmax:
+        P = _pinv(ctx)
+        for i in range(n):
+            s = 0.0
+            for a in range(r):
+                s += P[i, a] * Jv[a]
+            y[n + i] -= s
+        moved = 1
+    return moved
+
+
+@njit(cache=True)
+def _frame(ctx, y, Nref):
+    """``System._mobility_frame``: (ok, N, sign det [J; Nᵀ], sign det [J; N_refᵀ]) at q."""
+    m, d = handles(ctx)
+    n, r = m.nv, d.nrows
+    constraint_entry(ctx, as_input(y[:n]), as_input(y[:0]), True)
+    Jr = np.empty((r, n))
+    for a in range(r):
+        Jr[a] = d.J[d.rows[a]]
+    _, sv, Vt = np.linalg.svd(Jr)
+    ratio = (sv[r - 1] / sv[0] if sv[0] > 0 else 0.0) if r else 1.0
+    N = np.ascontiguousarray(Vt[r:].T)
+    K = np.empty((n, n))
+    K[:r] = Jr
+    K[r:] = N.T
+    own = np.linalg.slogdet(K)[0]
+    K[r:] = Nref.T
+    ref = np.linalg.slogdet(K)[0]
+    return ratio >= MOBILITY_TOL, N, own, ref
+
+
+@njit(cache=True)
+def _record(code, ctx, pb, n, y, tau, k, Y, QDD, LAM, RP, RV, EN, COND):
+    """Output k: the state, q̈ and λ of the method, the closure residuals and T + V."""
+    m, d = handles(ctx)
+    q, v = y[:n], y[n:]
+    for i in range(2 * n):
+        Y[k, i] = y[i]
+    st = method_call(code, ctx, pb, as_input(q), as_input(v), as_input(tau), QDD[k], LAM[k])
+    COND[k] = 1.0 / st if st > 0.0 else np.inf
+    if not st > 0.0:
+        QDD[k, :] = np.nan
+        LAM[k, :] = np.nan
+    constraint_entry(ctx, as_input(q), as_input(v[:0]), True)
+    rp = rv = 0.0
+    for a in range(m.nr):
+        rp = max(rp, abs(d.Phi[a]))
+        s = 0.0
+        for j in range(n):
+            s += d.J[a, j] * v[j]
+        rv = max(rv, abs(s))
+    RP[k], RV[k] = rp, rv
+    # kinetic ½ Σ Vᵢᵀ Iᵢ Vᵢ (body frames) and potential -Σ mᵢ g·cᵢ (world)
+    constraint_entry(ctx, as_input(q), as_input(v), False)
+    e = 0.0
+    for b in range(m.nb):
+        I = m.inertia[b]
+        for r in range(6):
+            s = 0.0
+            for c in range(6):
+                s += I[r, c] * d.V[b, c]
+            e += 0.5 * d.V[b, r] * s
+        mass = I[3, 3]
+        c0, c1, c2 = I[2, 4] / mass, I[0, 5] / mass, I[1, 3] / mass
+        for j in range(3):
+            R = d.Xw[b]
+            w = R[3, j] + R[j, 0] * c0 + R[j, 1] * c1 + R[j, 2] * c2
+            e -= mass * m.gravity[j] * w
+    EN[k] = e
+
+
+@njit(cache=True, nogil=True)
+def loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats):
+    """Integrate y = (q, v) from y0 at t = 0 to t_out[-1]; outputs at ``t_out`` into Y
+    (N, 2 nv) and the other output arrays.  ``opts``: integrator (0 RK4, 1 RK45), dt,
+    rtol, atol, max_step, projection (0/1), constraint tol, max_steps.  ``stats``:
+    steps, nfev, projections, outputs written, t reached.  Returns ``DONE`` or why it
+    stopped (the caller then runs the Python loop)."""
+    m, d = handles(ctx)
+    n = m.nv
+    rk45 = opts[0] == 1.0
+    dt, rtol, atol, max_step = opts[1], opts[2], opts[3], opts[4]
+    project, tol, max_steps = opts[5] == 1.0, opts[6], opts[7]
+    t_end = t_out[-1]
+    nout = t_out.shape[0]
+    y = y0.copy()
+    qdd = np.empty(n)
+    lam = np.empty(max(m.nr, 1))
+    K = np.zeros((7, 2 * n))
+    ys = np.empty(2 * n)
+    yd = np.empty(2 * n)
+    nfev = 0
+    steps = 0
+    nproj = 0
+    k = 0
+    t = 0.0
+    if t_out[0] == 0.0:
+        _record(code, ctx, pb, n, y, tau, 0, Y, QDD, LAM, RP, RV, EN, COND)
+        k = 1
+    N = np.zeros((n, 0))
+    sign = 0.0
+    if monitor:
+        ok, N, sign, _ = _frame(ctx, y, np.zeros((n, n - d.nrows)))
+        if not ok:
+            return SINGULAR
+    if not _rhs(code, ctx, pb, n, y, tau, K[0], qdd, lam) > 0.0:
+        return FAILED_SOLVE
+    nfev += 1
+    h_abs = dt
+    if rk45:  # scipy's select_initial_step, order 4
+        sc = atol + np.abs(y) * rtol
+        d0 = np.sqrt(np.mean((y / sc) ** 2))
+        d1 = np.sqrt(np.mean((K[0] / sc) ** 2))
+        h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
+        h0 = min(h0, t_end)
+        ys[:] = y + h0 * K[0]
+        if not _rhs(code, ctx, pb, n, ys, tau, K[1], qdd, lam) > 0.0:
+            return FAILED_SOLVE
+        nfev += 1
+        d2 = np.sqrt(np.mean(((K[1] - K[0]) / sc) ** 2)) / h0
+        if d1 <= 1e-15 and d2 <= 1e-15:
+            h1 = max(1e-6, h0 * 1e-3)
+        else:
+            h1 = (0.01 / max(d1, d2)) ** 0.2
+        h_abs = min(100 * h0, h1, t_end, max_step)
+    stop_k = 0  # RK4: the next stop among the output times and t_end
+    while t < t_end:
+        if steps >= max_steps:
+            stats[4] = t
+            return MAX_STEPS
+        t0 = t
+        if rk45:
+            min_step = 10 * abs(np.nextafter(t, np.inf) - t)
+            h_abs = min(max(h_abs, min_step), max_step)
+            rejected = False
+            while True:
+                if h_abs < min_step:
+                    stats[4] = t
+                    return STEP_TOO_SMALL
+                h = h_abs
+                t_new = t + h
+                if t_new > t_end:
+                    t_new = t_end
+                h = t_new - t
+                h_abs = abs(h)
+                for s in range(1, 6):
+                    for i in range(2 * n):
+                        acc = 0.0
+                        for j in range(s):
+                            acc += _A[s, j] * K[j, i]
+                        ys[i] = y[i] + h * acc
+                    if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
+                        return FAILED_SOLVE
+                for i in range(2 * n):
+                    acc = 0.0
+                    for j in range(6):
+                        acc += _B[j] * K[j, i]
+                    yd[i] = y[i] + h * acc
+                if not _rhs(code, ctx, pb, n, yd, tau, K[6], qdd, lam) > 0.0:
+                    return FAILED_SOLVE
+                nfev += 6
+                en = 0.0
+                for i in range(2 * n):
+                    e = 0.0
+                    for j in range(7):
+                        e += K[j, i] * _E[j]
+                    e *= h / (atol + max(abs(y[i]), abs(yd[i])) * rtol)
+                    en += e * e
+                en = np.sqrt(en / (2 * n))
+                if en < 1.0:
+                    factor = 10.0 if en == 0.0 else min(10.0, 0.9 * en**-0.2)
+                    if rejected:
+                        factor = min(1.0, factor)
+                    h_abs *= factor
+                    break
+                h_abs *= max(0.2, 0.9 * en**-0.2)
+                rejected = True
+            # outputs strictly inside the step: the quartic dense output of RK45
+            while k < nout and t_out[k] < t_new:
+                x = (t_out[k] - t) / h
+                for i in range(2 * n):
+                    acc = 0.0
+                    for j in range(7):
+                        p = x
+                        qj = 0.0
+                        for c in range(4):
+                            qj += _P[j, c] * p
+                            p *= x
+                        acc += K[j, i] * qj
+                    ys[i] = y[i] + h * acc
+                if project and _project(ctx, ys, tol) < 0:
+                    return NO_PROJECTION
+                _record(code, ctx, pb, n, ys, tau, k, Y, QDD, LAM, RP, RV, EN, COND)
+                k += 1
+            K[0] = K[6]  # first same as last
+        else:  # classical RK4 whose steps end on the output times
+            while t_out[stop_k] <= t:
+                stop_k += 1
+            stop = t_out[stop_k]
+            h = dt
+            if t + h >= stop - 1e-9 * h:
+                h = stop - t
+                t_new = stop
+            else:
+                t_new = t + h
+            if steps > 0 and not _rhs(code, ctx, pb, n, y, tau, K[0], qdd, lam) > 0.0:
+                return FAILED_SOLVE
+            for s in range(1, 4):
+                c = 0.5 if s < 3 else 1.0
+                for i in range(2 * n):
+                    ys[i] = y[i] + c * h * K[s - 1, i]
+                if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
+                    return FAILED_SOLVE
+            nfev += 4 if steps > 0 else 3
+            for i in range(2 * n):
+                yd[i] = y[i] + (h / 6.0) * (K[0, i] + 2.0 * K[1, i] + 2.0 * K[2, i] + K[3, i])
+        for i in range(2 * n):
+            if not np.isfinite(yd[i]):
+                stats[4] = t
+                return NOT_FINITE
+        y[:] = yd
+        t = t_new
+        if project:
+            moved = _project(ctx, y, tol)
+            if moved < 0:
+                return NO_PROJECTION
+            if moved:
+                nproj += 1
+                K[0, :n] = y[n:]  # the solver's state modified, its last q̈ kept
+        if monitor:
+            ok, N2, own, ref = _frame(ctx, y, N)
+            if not ok or ref != sign:
+                stats[4] = t0
+                return SINGULAR
+            N, sign = N2, own
+        steps += 1
+        if k < nout and t_out[k] == t:
+            _record(code, ctx, pb, n, y, tau, k, Y, QDD, LAM, RP, RV, EN, COND)
+            k += 1
+        stats[0], stats[1], stats[2], stats[3], stats[4] = steps, nfev, nproj, k, t
+    stats[0], stats[1], stats[2], stats[3], stats[4] = steps, nfev, nproj, k, t
+    return DONE
+
+
+def eligible(model, tau, integrator, stabilization, progress):
+    """None if the compiled loop applies, else the reason it does not (a string)."""
+    if callable(tau):
+        return "tau is a Python callable"
+    if integrator not in INTEGRATORS:
+        return f"integrator {integrator!r} (compiled: {', '.join(INTEGRATORS)})"
+    if stabilization not in STABILIZATIONS and model.m:
+        return f"stabilization {stabilization!r} (compiled: {', '.join(STABILIZATIONS)})"
+    if model.has_quaternions:
+        return "the model has spherical or free joints (the compiled loop has no charts)"
+    if progress is not None:
+        return "a progress callback"
+    return None
+
+
+def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps):
+    """The compiled loop from the consistent (q, v) with joint forces ``tau`` (nv); a
+    :class:`Trajectory` like ``ld.simulate``'s, or None when the compiled loop cannot
+    finish (the caller then runs the Python loop).  ``a``: ``check_arguments``."""
+    wall0 = time.perf_counter()
+    nv, m = model.nv, model.m
+    d = Data(model, dense=True)
+    try:
+        dynamics.forward_dynamics(model, q, v, tau, method=method, data=d)
+    except (LoopdynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
+        return None  # a singular start: the Python loop reports it
+    bound = d.bound.get(method)
+    if bound is None or (d.rank_info is not None and d.rank_info.dropped.size):
+        return None
+    call = bound[0]
+    ctx = call.args[0]
+    pb = call.args[1] if len(call.args) > 1 else np.zeros(1)
+    t_out = a["t_out"]
+    nout = t_out.size
+    project = mode == "projection" and m > 0
+    opts = np.array(
+        [
+            float(integrator == "RK45"), a["dt"] or 0.0, a["rtol"], a["atol"], a["max_step"],
+            float(project), a["constraint_tol"], float(max_steps),
+        ]
+    )  # fmt: skip
+    Y = np.full((nout, 2 * nv), np.nan)
+    QDD = np.full((nout, nv), np.nan)
+    LAM = np.full((nout, max(m, 1)), np.nan)
+    RP, RV, EN, COND = (np.zeros(nout) for _ in range(4))
+    stats = np.zeros(5)
+    y0 = np.concatenate([q, v])
+    try:
+        out = loop(
+            CODE[method], ctx, pb, y0, np.ascontiguousarray(tau, dtype=float), t_out, opts,
+            bool(monitor and m > 0), Y, QDD, LAM, RP, RV, EN, COND, stats,
+        )  # fmt: skip
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError):
+        return None
+    if out != DONE:
+        return None
+    nst = dict(
+        steps=int(stats[0]), nfev=int(stats[1]), projections=int(stats[2]), repartitions=[],
+        restarts=0, wall_time=time.perf_counter() - wall0, compiled=True,
+    )  # fmt: skip
+    return Trajectory(
+        t=t_out.copy(),
+        q=Y[:, :nv].copy(),
+        v=Y[:, nv:].copy(),
+        qdd=QDD,
+        lam=LAM[:, :m],
+        tau=np.tile(tau, (nout, 1)),
+        residual_position=RP,
+        residual_velocity=RV,
+        energy=EN,
+        condition=COND,
+        model_name=model.name,
+        method=method,
+        integrator=integrator,
+        stabilization=mode,
+        rtol=float(a["rtol"]),
+        atol=float(a["atol"]),
+        stats=nst,
+        completed=True,
+        message="completed",
+        model=model,
+    )

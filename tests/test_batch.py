@@ -1,0 +1,149 @@
+"""Batched dynamics (``ld.forward_dynamics_batch`` and co.): element by element equal to
+the single calls, failures reported by index, never a NaN passed off as a result."""
+
+import numpy as np
+import pytest
+
+import loopdyn as ld
+from loopdyn.methods.common import NONFINITE_INPUT, SINGULAR
+
+
+def _states(model, n, seed):
+    """n consistent random states (Q, V) and random joint forces TAU of ``model``."""
+    rng = np.random.default_rng(seed)
+    Q = np.empty((n, model.nq))
+    V = np.empty((n, model.nv))
+    for i in range(n):
+        q = model.q0 + 0.3 * rng.uniform(-1, 1, model.nq) * (np.arange(model.nq) == 0)
+        Q[i] = ld.assemble(model, q)
+        V[i] = ld.complete_velocity(model, Q[i], rng.normal(size=model.nv))
+    return Q, V, rng.normal(size=(n, model.nv))
+
+
+@pytest.fixture(scope="module")
+def four_bar():
+    model = ld.examples.four_bar()
+    return model, *_states(model, 40, 0)
+
+
+@pytest.mark.parametrize("method", ["augmented", "slm", "sslm", "recursive_lambda", "embedding"])
+def test_forward_batch_equals_single_calls(four_bar, method):
+    model, Q, V, TAU = four_bar
+    res = ld.forward_dynamics_batch(model, Q, V, TAU, method=method, threads=2)
+    assert res.ok and res.status.shape == (40,) and np.all(res.status > 0)
+    data = model.create_data()
+    for i in range(40):
+        one = ld.forward_dynamics(model, Q[i], V[i], TAU[i], method=method, data=data)
+        np.testing.assert_allclose(res.qdd[i], one.qdd, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(res.lam[i], one.lam, rtol=1e-13, atol=1e-13)
+        assert res.status[i] == pytest.approx(1.0 / one.condition)
+
+
+def test_forward_batch_spatial_ladder_and_threads():
+    """A spatial model (universal and ball closures); one thread equals two."""
+    model = ld.examples.spatial_ladder(3)
+    Q, V, TAU = _states(model, 12, 1)
+    a = ld.forward_dynamics_batch(model, Q, V, TAU, method="recursive_lambda", threads=2)
+    b = ld.forward_dynamics_batch(model, Q, V, TAU, method="recursive_lambda", threads=1)
+    np.testing.assert_array_equal(a.qdd, b.qdd)
+    for i in range(12):
+        one = ld.forward_dynamics(model, Q[i], V[i], TAU[i], method="recursive_lambda")
+        np.testing.assert_allclose(a.qdd[i], one.qdd, rtol=1e-12, atol=1e-12)
+
+
+def test_forward_batch_broadcasts_tau_and_accepts_lists(four_bar):
+    model, Q, V, _ = four_bar
+    tau = np.array([1.0, 0.0, 0.0])
+    res = ld.forward_dynamics_batch(model, Q[:3].tolist(), V[:3], tau)
+    for i in range(3):
+        np.testing.assert_allclose(res.qdd[i], ld.forward_dynamics(model, Q[i], V[i], tau).qdd)
+    with pytest.raises(ValueError, match=r"TAU must have shape \(3, 3\)"):
+        ld.forward_dynamics_batch(model, Q[:3], V[:3], np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="Q must have shape"):
+        ld.forward_dynamics_batch(model, Q[:, :2], V)
+    with pytest.raises(ValueError, match="unknown method"):
+        ld.forward_dynamics_batch(model, Q, V, method="nope")
+
+
+def _flat_four_bar():
+    """A change-point four-bar (0.5 + 1 = 0.6 + 0.9): at θ1 = 0 the loop loses rank."""
+    b = ld.ModelBuilder("flat_four_bar", gravity=(0, -9.81, 0), planar=True)
+    b.add_body("crank", "ground", ld.Revolute("z"), actuated=True, **ld.examples.rod(1, 0.5))
+    b.add_body("coupler", "crank", ld.Revolute("z"), xyz=(0.5, 0, 0), **ld.examples.rod(1, 1))
+    b.add_body("rocker", "ground", ld.Revolute("z"), xyz=(0.9, 0, 0), **ld.examples.rod(1, 0.6))
+    b.add_frame("ct", "coupler", xyz=(1, 0, 0))
+    b.add_frame("rt", "rocker", xyz=(0.6, 0, 0))
+    b.add_closure("loop", "ct", "rt", "revolute")
+    model = b.build()
+    model.q0 = ld.assemble(model, [0.5, -0.4, 0.6])
+    return model
+
+
+def test_singular_and_nonfinite_elements_reported_by_index():
+    model = _flat_four_bar()
+    Q = np.tile(model.q0, (6, 1))
+    V = np.zeros((6, 3))
+    Q[2] = 0.0  # all pivots collinear: singular
+    V[2] = [1.0, -1.5, 0.0]
+    Q[4, 1] = np.nan
+    with pytest.raises(ld.SingularityError, match=r"2 of 6 states failed .* indices 2, 4"):
+        ld.forward_dynamics_batch(model, Q, V, method="augmented")
+    res = ld.forward_dynamics_batch(model, Q, V, method="augmented", on_error="report")
+    assert res.failed.tolist() == [2, 4] and not res.ok
+    assert res.status[2] == SINGULAR and res.status[4] == NONFINITE_INPUT
+    assert np.all(np.isnan(res.qdd[[2, 4]])) and np.all(np.isfinite(res.qdd[[0, 1, 3, 5]]))
+    one = ld.forward_dynamics(model, Q[0], V[0], method="augmented", data=model.create_data())
+    np.testing.assert_allclose(res.qdd[0], one.qdd, rtol=1e-13, atol=1e-13)
+    with pytest.raises(ValueError, match="on_error"):
+        ld.forward_dynamics_batch(model, Q, V, on_error="ignore")
+    only_nan = ld.forward_dynamics_batch(model, Q[3:5], V[3:5], on_error="report")
+    assert only_nan.failed.tolist() == [1]
+    with pytest.raises(ValueError, match=r"1 states hold NaN or inf: 1"):
+        ld.forward_dynamics_batch(model, Q[3:5], V[3:5])
+
+
+def test_tree_batches_equal_single_calls(four_bar):
+    model, Q, V, TAU = four_bar
+    a = ld.aba_batch(model, Q, V, TAU)
+    r = ld.rnea_batch(model, Q, V, a.qdd)
+    for i in range(40):
+        np.testing.assert_allclose(a.qdd[i], ld.aba(model, Q[i], V[i], TAU[i]), rtol=1e-14)
+        np.testing.assert_allclose(r.tau[i], ld.rnea(model, Q[i], V[i], a.qdd[i]), rtol=1e-14)
+    np.testing.assert_allclose(r.tau, TAU, rtol=1e-10, atol=1e-10)  # rnea inverts aba
+    Q2 = Q[:3].copy()
+    Q2[1, 0] = np.inf
+    res = ld.aba_batch(model, Q2, V[:3], TAU[:3], on_error="report")
+    assert res.failed.tolist() == [1] and np.all(np.isnan(res.qdd[1]))
+
+
+def test_tree_model_forward_batch_is_aba():
+    model = ld.examples.serial_arm()
+    rng = np.random.default_rng(3)
+    Q = np.tile(model.q0, (5, 1)) + 0.1 * rng.normal(size=(5, model.nq))
+    V = rng.normal(size=(5, model.nv))
+    res = ld.forward_dynamics_batch(model, Q, V, None, method="sslm")
+    assert np.all(res.status > 0)
+    for i in range(5):
+        np.testing.assert_allclose(res.qdd[i], ld.aba(model, Q[i], V[i], np.zeros(model.nv)))
+
+
+def test_inverse_batch_equals_single_calls(four_bar):
+    model, Q, V, _ = four_bar
+    tau = np.zeros((40, 3))
+    tau[:, 0] = np.linspace(-2, 2, 40)
+    fd = ld.forward_dynamics_batch(model, Q, V, tau)
+    inv = ld.inverse_dynamics_batch(model, Q, V, fd.qdd)
+    assert inv.ok
+    np.testing.assert_allclose(inv.tau, tau, atol=1e-9)
+    for i in range(0, 40, 7):
+        one = ld.inverse_dynamics(model, Q[i], V[i], fd.qdd[i])
+        np.testing.assert_allclose(inv.tau[i], one.tau, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(inv.lam[i], one.lam, rtol=1e-12, atol=1e-12)
+    bad = fd.qdd[:4].copy()
+    bad[1] += 1.0  # violates J q̈ = γ: the single call raises ActuationError
+    with pytest.raises(ld.ActuationError):
+        ld.inverse_dynamics(model, Q[1], V[1], bad[1])
+    res = ld.inverse_dynamics_batch(model, Q[:4], V[:4], bad, on_error="report")
+    assert res.failed.tolist() == [1] and np.all(np.isnan(res.tau[1]))
+    with pytest.raises(ld.SingularityError, match="indices 1"):
+        ld.inverse_dynamics_batch(model, Q[:4], V[:4], bad)
