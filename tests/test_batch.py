@@ -26,7 +26,9 @@ def four_bar():
     return model, *_states(model, 40, 0)
 
 
-@pytest.mark.parametrize("method", ["augmented", "slm", "sslm", "recursive_lambda", "embedding"])
+@pytest.mark.parametrize(
+    "method", ["augmented", "slm", "sslm", "recursive_lambda", "embedding", "rcr"]
+)
 def test_forward_batch_equals_single_calls(four_bar, method):
     model, Q, V, TAU = four_bar
     res = ld.forward_dynamics_batch(model, Q, V, TAU, method=method, threads=2)

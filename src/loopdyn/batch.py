@@ -35,6 +35,7 @@ from loopdyn.methods.augmented import augmented_entry
 from loopdyn.methods.common import NONFINITE_INPUT, SINGULAR
 from loopdyn.methods.denoc import denoc_entry
 from loopdyn.methods.embedding import embedding_entry
+from loopdyn.methods.rcr import rcr_entry
 from loopdyn.methods.recursive_lambda import recursive_lambda_entry
 from loopdyn.methods.slm import slm_entry
 from loopdyn.methods.sslm import sslm_entry
@@ -43,7 +44,15 @@ from loopdyn.validation import scalar
 
 # the index of each method's entry in ``_fd_chunks``
 _CODE = {name: k for k, name in enumerate(dynamics.METHODS)}
-assert dynamics.METHODS == ("augmented", "slm", "sslm", "recursive_lambda", "embedding", "denoc")
+assert dynamics.METHODS == (
+    "augmented",
+    "slm",
+    "sslm",
+    "recursive_lambda",
+    "embedding",
+    "denoc",
+    "rcr",
+)
 # statuses of aba_batch / rnea_batch / inverse_dynamics_batch elements (fd: the method's own)
 OK = 0.0
 FAILED = -1.0  # singular (aba: an articulated inertia; inverse: the actuators cannot do it)
@@ -112,8 +121,10 @@ def _fd_chunks(code, CTX, PB, Q, V, TAU, QDD, LAM, ST):
                 ST[i] = recursive_lambda_entry(ctx, q, v, tau, QDD[i], LAM[i])
             elif code == 4:
                 ST[i] = embedding_entry(ctx, pb, q, v, tau, QDD[i], LAM[i])
-            else:
+            elif code == 5:
                 ST[i] = denoc_entry(ctx, pb, q, v, tau, QDD[i], LAM[i])
+            else:
+                ST[i] = rcr_entry(ctx, pb, q, v, tau, QDD[i], LAM[i])
 
 
 @njit(cache=True, parallel=True, nogil=True)

@@ -31,6 +31,7 @@ from loopdyn.methods import dynamics
 from loopdyn.methods.augmented import augmented_entry
 from loopdyn.methods.denoc import denoc_entry
 from loopdyn.methods.embedding import embedding_entry
+from loopdyn.methods.rcr import rcr_entry
 from loopdyn.methods.recursive_lambda import recursive_lambda_entry
 from loopdyn.methods.slm import slm_entry
 from loopdyn.methods.sslm import sslm_entry
@@ -39,7 +40,15 @@ from loopdyn.sim.trajectory import Trajectory
 
 # the index of each method's entry in ``method_call``
 CODE = {name: k for k, name in enumerate(dynamics.METHODS)}
-assert dynamics.METHODS == ("augmented", "slm", "sslm", "recursive_lambda", "embedding", "denoc")
+assert dynamics.METHODS == (
+    "augmented",
+    "slm",
+    "sslm",
+    "recursive_lambda",
+    "embedding",
+    "denoc",
+    "rcr",
+)
 INTEGRATORS = ("RK4", "RK45")
 STABILIZATIONS = ("none", "projection")
 MOBILITY_TOL = 1e-8  # as loopdyn.sim.stabilization
@@ -87,7 +96,9 @@ def method_call(code, ctx, pb, q, v, tau, qdd, lam):
         return recursive_lambda_entry(ctx, q, v, tau, qdd, lam)
     if code == 4:
         return embedding_entry(ctx, pb, q, v, tau, qdd, lam)
-    return denoc_entry(ctx, pb, q, v, tau, qdd, lam)
+    if code == 5:
+        return denoc_entry(ctx, pb, q, v, tau, qdd, lam)
+    return rcr_entry(ctx, pb, q, v, tau, qdd, lam)
 
 
 @njit(cache=True)
