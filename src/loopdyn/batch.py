@@ -31,28 +31,11 @@ from loopdyn.kernels.numba_internals import as_input
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import constraint_entry
 from loopdyn.methods import dynamics
-from loopdyn.methods.augmented import augmented_entry
 from loopdyn.methods.common import NONFINITE_INPUT, SINGULAR
-from loopdyn.methods.denoc import denoc_entry
-from loopdyn.methods.embedding import embedding_entry
-from loopdyn.methods.rcr import rcr_entry
-from loopdyn.methods.recursive_lambda import recursive_lambda_entry
-from loopdyn.methods.slm import slm_entry
-from loopdyn.methods.sslm import sslm_entry
+from loopdyn.methods.dynamics import CODE, method_call
 from loopdyn.tree import aba, aba0_entry, rnea, rnea0_entry
 from loopdyn.validation import scalar
 
-# the index of each method's entry in ``_fd_chunks``
-_CODE = {name: k for k, name in enumerate(dynamics.METHODS)}
-assert dynamics.METHODS == (
-    "augmented",
-    "slm",
-    "sslm",
-    "recursive_lambda",
-    "embedding",
-    "denoc",
-    "rcr",
-)
 # statuses of aba_batch / rnea_batch / inverse_dynamics_batch elements (fd: the method's own)
 OK = 0.0
 FAILED = -1.0  # singular (aba: an articulated inertia; inverse: the actuators cannot do it)
@@ -111,20 +94,7 @@ def _fd_chunks(code, CTX, PB, Q, V, TAU, QDD, LAM, ST):
         lo, hi = _chunk(c, nc, Q.shape[0])
         for i in range(lo, hi):
             q, v, tau = as_input(Q[i]), as_input(V[i]), as_input(TAU[i])
-            if code == 0:
-                ST[i] = augmented_entry(ctx, q, v, tau, QDD[i], LAM[i])
-            elif code == 1:
-                ST[i] = slm_entry(ctx, q, v, tau, QDD[i], LAM[i])
-            elif code == 2:
-                ST[i] = sslm_entry(ctx, pb, q, v, tau, QDD[i], LAM[i])
-            elif code == 3:
-                ST[i] = recursive_lambda_entry(ctx, q, v, tau, QDD[i], LAM[i])
-            elif code == 4:
-                ST[i] = embedding_entry(ctx, pb, q, v, tau, QDD[i], LAM[i])
-            elif code == 5:
-                ST[i] = denoc_entry(ctx, pb, q, v, tau, QDD[i], LAM[i])
-            else:
-                ST[i] = rcr_entry(ctx, pb, q, v, tau, QDD[i], LAM[i])
+            ST[i] = method_call(code, ctx, pb, q, v, tau, QDD[i], LAM[i])
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -286,7 +256,7 @@ def forward_dynamics_batch(
         ctx = call.args[0]
         pb = call.args[1] if len(call.args) > 1 else np.zeros(1)
         nc = _nchunks(n, threads)
-        _fd_chunks(_CODE[method], _copies(ctx, nc), _copies(pb, nc), Q, V, TAU, QDD, LAM, ST)
+        _fd_chunks(CODE[method], _copies(ctx, nc), _copies(pb, nc), Q, V, TAU, QDD, LAM, ST)
     redo = np.flatnonzero(~(ST > 0.0))
     # the single-call path (rank re-detection, fallback, its errors), each on a fresh
     # Data so that no element depends on another's rank detection

@@ -20,7 +20,7 @@ Speed: after the first call the method's entry is bound to the ``Data``
 from functools import partial
 
 import numpy as np
-from numba import types
+from numba import njit, types
 
 from loopdyn.errors import SingularityError
 from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
@@ -75,6 +75,33 @@ SELF_RANKED = frozenset({"embedding", "denoc", "rcr"})
 # methods whose q̈ is that of the velocity the independent rates determine (for an
 # inconsistent v they fall back to augmented): simulate them with partitioning
 MINIMAL_METHODS = ("denoc", "rcr")
+# the index of each method's compiled entry in ``method_call`` (batches, compiled loops)
+CODE = {name: k for k, name in enumerate(METHODS)}
+_AUG, _SLM, _SSLM, _RL, _EMB, _DENOC = (
+    CODE[k] for k in ("augmented", "slm", "sslm", "recursive_lambda", "embedding", "denoc")
+)
+
+
+@njit(cache=True, inline="always")
+def method_call(code, ctx, pb, q, v, tau, qdd, lam):
+    """The compiled entry of method ``code`` (``CODE``) on workspace ``ctx`` and plan
+    buffer ``pb`` (unused by the dense methods): q̈ into ``qdd``, λ into ``lam``; the
+    quality > 0 or a status < 0, as the bound call of ``Data.bound``."""
+    if code == _AUG:
+        return augmented.augmented_entry(ctx, q, v, tau, qdd, lam)
+    if code == _SLM:
+        return slm.slm_entry(ctx, q, v, tau, qdd, lam)
+    if code == _SSLM:
+        return sslm.sslm_entry(ctx, pb, q, v, tau, qdd, lam)
+    if code == _RL:
+        return recursive_lambda.recursive_lambda_entry(ctx, q, v, tau, qdd, lam)
+    if code == _EMB:
+        return embedding.embedding_entry(ctx, pb, q, v, tau, qdd, lam)
+    if code == _DENOC:
+        return denoc.denoc_entry(ctx, pb, q, v, tau, qdd, lam)
+    return rcr.rcr_entry(ctx, pb, q, v, tau, qdd, lam)
+
+
 _MODULES = {
     "augmented": augmented,
     "slm": slm,

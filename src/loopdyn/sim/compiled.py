@@ -28,27 +28,10 @@ from loopdyn.kernels.numba_internals import as_input
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import constraint_entry
 from loopdyn.methods import dynamics
-from loopdyn.methods.augmented import augmented_entry
-from loopdyn.methods.denoc import denoc_entry
-from loopdyn.methods.embedding import embedding_entry
-from loopdyn.methods.rcr import rcr_entry
-from loopdyn.methods.recursive_lambda import recursive_lambda_entry
-from loopdyn.methods.slm import slm_entry
-from loopdyn.methods.sslm import sslm_entry
+from loopdyn.methods.dynamics import CODE, method_call
 from loopdyn.model.data import Data
 from loopdyn.sim.trajectory import Trajectory
 
-# the index of each method's entry in ``method_call``
-CODE = {name: k for k, name in enumerate(dynamics.METHODS)}
-assert dynamics.METHODS == (
-    "augmented",
-    "slm",
-    "sslm",
-    "recursive_lambda",
-    "embedding",
-    "denoc",
-    "rcr",
-)
 INTEGRATORS = ("RK4", "RK45")
 STABILIZATIONS = ("none", "projection")
 MOBILITY_TOL = 1e-8  # as loopdyn.sim.stabilization
@@ -80,25 +63,6 @@ _P = np.array(
         [0, 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423],
     ]
 )
-
-
-@njit(cache=True, inline="always")
-def method_call(code, ctx, pb, q, v, tau, qdd, lam):
-    """The compiled entry of method ``code`` (``CODE``) on workspace ``ctx`` and plan
-    buffer ``pb``: q̈ into ``qdd``, λ into ``lam``; the quality > 0 or a status < 0."""
-    if code == 0:
-        return augmented_entry(ctx, q, v, tau, qdd, lam)
-    if code == 1:
-        return slm_entry(ctx, q, v, tau, qdd, lam)
-    if code == 2:
-        return sslm_entry(ctx, pb, q, v, tau, qdd, lam)
-    if code == 3:
-        return recursive_lambda_entry(ctx, q, v, tau, qdd, lam)
-    if code == 4:
-        return embedding_entry(ctx, pb, q, v, tau, qdd, lam)
-    if code == 5:
-        return denoc_entry(ctx, pb, q, v, tau, qdd, lam)
-    return rcr_entry(ctx, pb, q, v, tau, qdd, lam)
 
 
 @njit(cache=True)
