@@ -94,3 +94,18 @@ def catalog_states(name, n=4, seed=0):
     model = closed_model(name)
     rng = np.random.default_rng(seed)
     return model, [consistent_state(model, rng) for _ in range(n)]
+
+
+def flat_four_bar(theta1=0.5):
+    """Ground 0.9, crank 0.5, coupler 1, rocker 0.6 (a change-point four-bar: 0.5 + 1 =
+    0.6 + 0.9): at θ1 = 0 all pivots are collinear and the loop Jacobian loses rank."""
+    b = ld.ModelBuilder("flat_four_bar", gravity=(0, -9.81, 0), planar=True)
+    b.add_body("crank", "ground", ld.Revolute("z"), actuated=True, **ld.examples.rod(1, 0.5))
+    b.add_body("coupler", "crank", ld.Revolute("z"), xyz=(0.5, 0, 0), **ld.examples.rod(1, 1))
+    b.add_body("rocker", "ground", ld.Revolute("z"), xyz=(0.9, 0, 0), **ld.examples.rod(1, 0.6))
+    b.add_frame("ct", "coupler", xyz=(1, 0, 0))
+    b.add_frame("rt", "rocker", xyz=(0.6, 0, 0))
+    b.add_closure("loop", "ct", "rt", "revolute")
+    model = b.build()
+    model.q0 = ld.assemble(model, [theta1, -0.4, 0.6])
+    return model

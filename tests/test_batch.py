@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import loopdyn as ld
+from closed_helpers import flat_four_bar
 from loopdyn.methods.common import NONFINITE_INPUT, SINGULAR
 
 
@@ -67,22 +68,8 @@ def test_forward_batch_broadcasts_tau_and_accepts_lists(four_bar):
         ld.forward_dynamics_batch(model, Q, V, method="nope")
 
 
-def _flat_four_bar():
-    """A change-point four-bar (0.5 + 1 = 0.6 + 0.9): at θ1 = 0 the loop loses rank."""
-    b = ld.ModelBuilder("flat_four_bar", gravity=(0, -9.81, 0), planar=True)
-    b.add_body("crank", "ground", ld.Revolute("z"), actuated=True, **ld.examples.rod(1, 0.5))
-    b.add_body("coupler", "crank", ld.Revolute("z"), xyz=(0.5, 0, 0), **ld.examples.rod(1, 1))
-    b.add_body("rocker", "ground", ld.Revolute("z"), xyz=(0.9, 0, 0), **ld.examples.rod(1, 0.6))
-    b.add_frame("ct", "coupler", xyz=(1, 0, 0))
-    b.add_frame("rt", "rocker", xyz=(0.6, 0, 0))
-    b.add_closure("loop", "ct", "rt", "revolute")
-    model = b.build()
-    model.q0 = ld.assemble(model, [0.5, -0.4, 0.6])
-    return model
-
-
 def test_singular_and_nonfinite_elements_reported_by_index():
-    model = _flat_four_bar()
+    model = flat_four_bar()
     Q = np.tile(model.q0, (6, 1))
     V = np.zeros((6, 3))
     Q[2] = 0.0  # all pivots collinear: singular

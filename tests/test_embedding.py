@@ -7,7 +7,7 @@ import pytest
 
 import loopdyn as ld
 import mechanisms as mx
-from closed_helpers import CLOSED, closed_model, consistent_state, mixed_mechanism
+from closed_helpers import CLOSED, closed_model, consistent_state, flat_four_bar, mixed_mechanism
 from loopdyn.methods import embedding as E
 from loopdyn.topology.aggregation import (
     GROUND,
@@ -348,25 +348,10 @@ def test_constraint_map_against_finite_differences(make):
 
 
 # --------------------------------------------------------------------------- singularities
-def _flat_four_bar(theta1):
-    """Ground 0.9, crank 0.5, coupler 1, rocker 0.6 (a change-point four-bar: 0.5 + 1 =
-    0.6 + 0.9): at θ1 = 0 all pivots are collinear and the loop Jacobian loses rank."""
-    b = ld.ModelBuilder("flat_four_bar", gravity=(0, -9.81, 0), planar=True)
-    b.add_body("crank", "ground", ld.Revolute("z"), actuated=True, **ld.examples.rod(1, 0.5))
-    b.add_body("coupler", "crank", ld.Revolute("z"), xyz=(0.5, 0, 0), **ld.examples.rod(1, 1))
-    b.add_body("rocker", "ground", ld.Revolute("z"), xyz=(0.9, 0, 0), **ld.examples.rod(1, 0.6))
-    b.add_frame("ct", "coupler", xyz=(1, 0, 0))
-    b.add_frame("rt", "rocker", xyz=(0.6, 0, 0))
-    b.add_closure("loop", "ct", "rt", "revolute")
-    model = b.build()
-    model.q0 = ld.assemble(model, [theta1, -0.4, 0.6])
-    return model
-
-
 def test_singular_loop_raises():
     """At the collinear configuration J has rank 1: no q̈ satisfies both rows (γ is not in
     J's range), embedding and its fallback refuse."""
-    model = _flat_four_bar(0.5)
+    model = flat_four_bar(0.5)
     q = np.zeros(3)
     assert np.abs(ld.closure_residual(model, q)).max() < 1e-12
     with pytest.raises(ld.SingularityError, match="singular configuration"):
@@ -381,7 +366,7 @@ def test_a_singular_call_leaves_the_workspace_as_new(method):
     """After a SingularityError at the collinear configuration the same Data, back at a
     regular state, answers like a fresh one (it used to keep the rows detected there:
     embedding and rcr then ignored a closure row, |J q̈ − γ| = 2.1)."""
-    model = _flat_four_bar(0.5)
+    model = flat_four_bar(0.5)
     q = model.q0
     v = ld.complete_velocity(model, q, [1.0, 0, 0])
     tau = np.array([0.3, -0.2, 0.1])

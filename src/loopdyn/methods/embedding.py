@@ -876,12 +876,20 @@ def embedding_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     for s in range(ip[H_NA]):
         rel = max(rel, aggregate_multipliers(m, d, ip, fw, s, tau, qdd, lam))
         ascale = max(ascale, fw[agg[s * NAGG + A_SC]])
+    return verdict(m, d, quality, rel, ascale, qdd, lam)
+
+
+@kernel
+def verdict(m, d, quality, rel, ascale, qdd, lam):
+    """The status of an aggregated-body solve (embedding, rcr): the diagnostics written
+    (quality, closure residual ``rel``, the acceleration scale ``ascale`` widened by q̈
+    and the body accelerations), NONFINITE_OUTPUT, INACCURATE or ``quality``."""
     # the runner checks dropped rows against |J| ascale + |γ|: the recursion also combined
     # the body accelerations (which carry −g from the base)
     A = d.A
     for j in range(m.nv):
         ascale = max(ascale, abs(qdd[j]))
-    for i in range(nb):
+    for i in range(m.nb):
         for rr in range(6):
             ascale = max(ascale, abs(A[i, rr]))
     d.diag[DIAG_QUALITY] = quality

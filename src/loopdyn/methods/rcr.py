@@ -65,12 +65,7 @@ from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods import embedding as E
 from loopdyn.methods.common import (
-    DIAG_ASCALE,
     DIAG_QUALITY,
-    DIAG_RESIDUAL,
-    INACCURATE,
-    NONFINITE_OUTPUT,
-    RESIDUAL_TOL,
     SINGULAR,
     DependentRows,
     input_status,
@@ -730,24 +725,7 @@ def rcr_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     for s in range(ip[E.H_NA]):
         rel = max(rel, loop_multipliers(m, d, ip, fw, s, tau, qdd, lam))
         ascale = max(ascale, fw[agg[s * E.NAGG + E.A_SC]])
-    A = d.A
-    for j in range(m.nv):
-        ascale = max(ascale, abs(qdd[j]))
-    for i in range(nb):
-        for rr in range(6):
-            ascale = max(ascale, abs(A[i, rr]))
-    d.diag[DIAG_QUALITY] = quality
-    d.diag[DIAG_RESIDUAL] = rel
-    d.diag[DIAG_ASCALE] = ascale
-    for j in range(m.nv):
-        if not np.isfinite(qdd[j]):
-            return NONFINITE_OUTPUT
-    for j in range(d.nrows):
-        if not np.isfinite(lam[j]):
-            return NONFINITE_OUTPUT
-    if not rel <= RESIDUAL_TOL:
-        return INACCURATE
-    return quality
+    return E.verdict(m, d, quality, rel, ascale, qdd, lam)
 
 
 @entry
