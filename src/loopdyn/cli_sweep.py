@@ -160,11 +160,14 @@ def sweep(
     failed = int(df["error"].notna().sum())
     con.print(
         f"{len(df)} cases ({failed} failed) in {total:.1f} s; wall time per case "
-        f"{df['wall_time'].median() * 1e3:.2f} ms (median); stored in {out}"
+        f"{df['wall_time'].median() * 1e3:.2f} ms (median); stored in {out}",
+        soft_wrap=True,
     )
     if failed:
         first = df.loc[df["error"].notna()].iloc[0]
-        con.print(f"first failure: case {int(first['case'])}: {cli._esc(first['error'])}")
+        con.print(
+            f"first failure: case {int(first['case'])}: {cli._esc(first['error'])}", soft_wrap=True
+        )
 
 
 def sweep_plot(

@@ -476,7 +476,10 @@ def _order(df, param_cols):
     first = [c for c in param_cols if c in df.columns]
     last = [c for c in ("wall_time", "error") if c in df.columns]
     mid = [c for c in df.columns if c not in first and c not in last]
-    return df[first + mid + last]
+    df = df[first + mid + last].copy()
+    if "error" in df.columns:  # None where the case ran (not NaN: the column is text)
+        df["error"] = df["error"].astype(object).where(df["error"].notna(), None)
+    return df
 
 
 def read_manifest(path):

@@ -85,13 +85,12 @@ def plot_sweep(results, x, y, value, path=None, *, agg=None, log=None, ax=None, 
         fig, ax = plt.subplots(figsize=(6.4, 4.8))
     else:
         fig = ax.figure
-    cmap = plt.get_cmap("viridis" if not text else "tab10").copy()
-    cmap.set_bad("0.8")
+    cmap = plt.get_cmap("viridis" if not text else "tab10").with_extremes(bad="0.8")
     masked = np.ma.masked_invalid(grid)
     kw = {}
     if text:
-        cmap = mcolors.ListedColormap([cmap(i % 10) for i in range(max(len(cats), 1))])
-        cmap.set_bad("0.8")
+        colors = [cmap(i % 10) for i in range(max(len(cats), 1))]
+        cmap = mcolors.ListedColormap(colors).with_extremes(bad="0.8")
         kw["norm"] = mcolors.BoundaryNorm(np.arange(len(cats) + 1) - 0.5, cmap.N)
     else:
         fin = grid[np.isfinite(grid)]
