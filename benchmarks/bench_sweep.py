@@ -17,7 +17,10 @@ rest, ``run="simulate"`` (RK45 in the compiled loop, rtol = atol = 1e-8, project
 Reported: wall times (median over the rounds, min-max), cases/s, the speed-up of the
 cluster over the serial loop, and the per-case overhead: in-process (sweep - serial) / N;
 cluster, ``workers`` × wall / N - (the cases' own run time, ``wall_time``, summed) / N:
-the worker time per case spent outside the simulation (scheduling, transfer, storing).
+the worker time per case spent outside the simulation (scheduling, transfer, storing,
+idle workers).  On a machine shared with other jobs the wall times mostly measure the
+load; the CPU times (this process's plus the workers', ``time.process_time``) do not:
+the CPU overhead per case is (sweep CPU - serial loop CPU) / N.
 """
 
 import argparse
@@ -35,8 +38,8 @@ OPTIONS = dict(t_end=5.0, integrator="RK45")
 
 
 def grid(n):
-    n1 = max(1, round(np.sqrt(n / 2)))
-    n2 = max(1, n // n1)
+    n1 = max(d for d in range(1, int(np.sqrt(n)) + 1) if n % d == 0)  # 1000: 25 × 40
+    n2 = n // n1
     return {"theta1": np.deg2rad(np.linspace(30, 90, n1)), "tau": np.linspace(-5, 5, n2)}
 
 
@@ -65,7 +68,7 @@ def main():
     serial(grid(4))  # compile / load the kernels here
     t0 = time.perf_counter()
     cluster = LocalCluster(
-        n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     client = Client(cluster)
     t_start = time.perf_counter() - t0
@@ -73,17 +76,25 @@ def main():
     ld.sweep("four_bar", grid(4), client=client, progress=False, **OPTIONS)  # warm workers
     t_warm = time.perf_counter() - t0
     rows = {"serial": [], "in-process": [], "cluster": []}
+    cpu = {"serial": [], "in-process": [], "cluster": []}
     own = {"in-process": [], "cluster": []}
+
+    def cpu_now():  # this process's CPU time and the workers' (s)
+        return time.process_time() + sum(client.run(time.process_time).values())
+
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             ref = serial(params)
             rows["serial"].append(time.perf_counter() - t0)
+            cpu["serial"].append(time.process_time() - c0)
             for name, kw in (("in-process", {"n_workers": 0}), ("cluster", {"client": client})):
+                c0 = cpu_now()
                 t0 = time.perf_counter()
                 df = ld.sweep("four_bar", params, store=Path(tmp) / f"{name}{r}.parquet",
                               progress=False, **kw, **OPTIONS)  # fmt: skip
                 rows[name].append(time.perf_counter() - t0)
+                cpu[name].append(cpu_now() - c0)
                 own[name].append(float(df["wall_time"].sum()))
                 assert df["error"].isna().all() and len(df) == n
                 drift = np.array([x["energy_drift"] for x in ref])
@@ -110,6 +121,15 @@ def main():
           f"({ov_in.min():.3f}–{ov_in.max():.3f})")  # fmt: skip
     print(f"per-case overhead on the cluster (worker time outside the run): "
           f"{np.median(ov_cl):.3f} ms ({ov_cl.min():.3f}–{ov_cl.max():.3f})")  # fmt: skip
+    # CPU time (this process + the workers): not inflated by other jobs on the machine
+    cs, ci, cc = (np.array(cpu[k]) for k in ("serial", "in-process", "cluster"))
+    print(f"CPU time per case: serial loop {np.median(cs) / n * 1e3:.2f} ms, in-process "
+          f"{np.median(ci) / n * 1e3:.2f} ms, cluster (client + workers) "
+          f"{np.median(cc) / n * 1e3:.2f} ms")  # fmt: skip
+    for k, c in (("in-process", ci), ("cluster", cc)):
+        d = (c - cs) / n * 1e3
+        print(f"per-case CPU overhead {k} (sweep - serial loop): {np.median(d):.3f} ms "
+              f"({d.min():.3f}–{d.max():.3f})")  # fmt: skip
 
 
 if __name__ == "__main__":

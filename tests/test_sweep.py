@@ -162,7 +162,7 @@ def test_a_killed_worker_loses_no_case(tmp_path):
     killed = []
     with (
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         Client(cluster) as client,
     ):

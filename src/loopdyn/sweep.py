@@ -40,6 +40,7 @@ nothing and ``sweep`` raises a ``LoopdynError`` after storing all the others:
 import inspect
 import itertools
 import json
+import logging
 import math
 import os
 import time
@@ -173,8 +174,9 @@ def run_forward_dynamics(model, case, n_states=100, seed=0, spread=0.2, method="
     act = model.actuated
     Q, V, T, unassembled = [], [], [], 0
     for _ in range(int(n_states)):
-        q = np.array(model.q0)
-        q[act] += rng.uniform(-spread, spread, act.size)  # actuated coordinates: 1-dof joints
+        dq = np.zeros(model.nv)
+        dq[act] = rng.uniform(-spread, spread, act.size)
+        q = ld.integrate(model, model.q0, dq)  # the actuated coordinates moved
         v = np.zeros(model.nv)
         v[act] = rng.normal(size=act.size)
         tau = np.zeros(model.nv)
@@ -694,15 +696,26 @@ def sweep(
     return out
 
 
+def _cores():
+    """The number of cores this process may use."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(len(os.sched_getaffinity(0)), 1)
+    return os.cpu_count() or 1
+
+
 def _distributed(spec, rows, client, n_workers, chunk, bar, finish, lost):
     """Run the chunks on a Dask cluster; ``finish(records)`` as each task completes."""
     _need("dask")
     distributed = _need("distributed")
     own = None
     if client is None:
-        n = n_workers or os.cpu_count() or 1
+        n = n_workers or _cores()
         own = distributed.LocalCluster(
-            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",  # any free port: never "8787 is in use"
+            silence_logs=logging.ERROR,
         )
         client = distributed.Client(own)
     elif isinstance(client, str):
