@@ -6,7 +6,7 @@ The grid: crank angle θ1 (30°..90°) × constant crank torque τ (-5..5 N m), 
 rest, ``run="simulate"`` (RK45 in the compiled loop, rtol = atol = 1e-8, projection,
 501 outputs).  In one process, alternated per round (a change of load hits all three):
 
-* serial: a plain Python loop calling the same run (``loopdyn.sweep.run_simulate``) on
+* serial: a plain Python loop calling the same run (``loopdyn.sweeps.run_simulate``) on
   the same models (one per θ1, as the sweep's tasks build them), no Dask, no store;
 * in-process: ``ld.sweep(..., n_workers=0, store=...)`` (chunking, result table, Parquet
   parts), no Dask;
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 import loopdyn as ld
-from loopdyn.sweep import case_table, run_simulate
+from loopdyn.sweeps import case_table, run_simulate
 
 OPTIONS = dict(t_end=5.0, integrator="RK45")
 

@@ -23,7 +23,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 import loopdyn as ld  # noqa: E402
 from loopdyn.cli import app  # noqa: E402
-from loopdyn.sweep import read_manifest, run_simulate  # noqa: E402
+from loopdyn.sweeps import read_manifest, run_simulate  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import tests/
 runner = CliRunner()

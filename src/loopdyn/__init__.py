@@ -62,7 +62,7 @@ from loopdyn.model import (
 )
 from loopdyn.sim.simulate import simulate
 from loopdyn.sim.trajectory import Trajectory
-from loopdyn.sweep import read_sweep, sweep
+from loopdyn.sweeps import read_sweep, sweep
 from loopdyn.topology.aggregation import aggregation
 from loopdyn.topology.parallel import parallel_structure
 from loopdyn.tree import aba, crba, nonlinear_effects, rnea

@@ -103,7 +103,7 @@ def sweep(
     """Run a simulation or analysis over a grid of parameters, on Dask; resumable."""
     import loopdyn as ld
     from loopdyn import cli
-    from loopdyn.sweep import read_manifest  # (ld.sweep is the function)
+    from loopdyn.sweeps import read_manifest
 
     con = cli._console()
     with cli._errors():

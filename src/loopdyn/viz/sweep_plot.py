@@ -28,7 +28,7 @@ def plot_sweep(results, x, y, value, path=None, *, agg=None, log=None, ax=None, 
     """
     import pandas as pd
 
-    from loopdyn.sweep import read_sweep
+    from loopdyn.sweeps import read_sweep
 
     df = results if isinstance(results, pd.DataFrame) else read_sweep(results)
     for c in (x, y, value):
