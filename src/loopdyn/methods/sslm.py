@@ -51,11 +51,20 @@ from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms, constraint_kernel
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods.common import (
+    DIAG_REFINED,
+    INACCURATE,
+    MAX_REFINE,
     PIVOT_TOL,
+    REFINE_ABA_RATIO,
+    REFINE_RATIO,
     SINGULAR,
+    aba_pivot_ratio,
     accept,
     closure_loads,
     input_status,
+    kkt_residual,
+    max_abs,
+    refinement_verdict,
     system_terms,
 )
 from loopdyn.methods.slm import slm_multipliers
@@ -780,7 +789,7 @@ def gicm_solve(ip, fw):
     Returns the smallest det / Π diag of the pivot blocks (0: singular).
     """
     okd, ond, oud = _o(ip, _KD), _o(ip, _ND), _o(ip, _UD)
-    fG, fW, fpsi, flam = _f(ip, _G), _f(ip, _W), _f(ip, _PSI), _f(ip, _LAM)
+    fG, fW, fpsi = _f(ip, _G), _f(ip, _W), _f(ip, _PSI)
     nl = ip[_NL]
     ratio = 1.0
     for k in range(nl):
@@ -834,7 +843,18 @@ def gicm_solve(ip, fw):
                     for m in range(p):
                         acc += fw[wa + t * p + m] * fw[gb + s * p + m]
                     fw[go + t * pb + s] -= acc
-    for k in range(nl - 1, -1, -1):
+    gicm_back(ip, fw)
+    return ratio
+
+
+@njit(cache=True)
+def gicm_back(ip, fw):
+    """Back substitution of the block LDLᵀ (eq. 46): λ_k = D_k⁻¹ Ψ̃_k - Σ_a W_{a,k}ᵀ λ_a,
+    loops last to first, from the pivot inverses and W blocks ``gicm_solve`` left in
+    ``fw`` and the eliminated Ψ̃ (psi); λ into the lam section."""
+    okd, ond = _o(ip, _KD), _o(ip, _ND)
+    fW, fpsi, flam = _f(ip, _W), _f(ip, _PSI), _f(ip, _LAM)
+    for k in range(ip[_NL] - 1, -1, -1):
         d = okd + 7 * k
         p, t0, do = ip[d], ip[d + 1], fW + ip[d + 2]
         if p == 2:
@@ -864,7 +884,27 @@ def gicm_solve(ip, fw):
                 for m in range(pa):
                     acc += fw[wo + m * p + t] * fw[ta + m]
                 fw[flam + t0 + t] -= acc
-    return ratio
+
+
+@njit(cache=True)
+def gicm_resolve(ip, fw):
+    """𝓘 λ = Ψ̄ for a new Ψ̄ (psi section) with the factors of the last ``gicm_solve``:
+    the forward elimination Ψ̃_a -= W_{a,k} Ψ̃_k (eqs. 34–36), then ``gicm_back``.
+    O(size of the filled block pattern); λ into the lam section."""
+    okd, ond = _o(ip, _KD), _o(ip, _ND)
+    fW, fpsi = _f(ip, _W), _f(ip, _PSI)
+    for k in range(ip[_NL]):
+        d = okd + 7 * k
+        p, t0 = ip[d], ip[d + 1]
+        for x in range(ip[d + 3], ip[d + 4]):
+            e = ond + 3 * x
+            wo, pa, ta = fW + ip[e], ip[e + 1], fpsi + ip[e + 2]
+            for t in range(pa):
+                acc = 0.0
+                for s in range(p):
+                    acc += fw[wo + t * p + s] * fw[fpsi + t0 + s]
+                fw[ta + t] -= acc
+    gicm_back(ip, fw)
 
 
 @njit(cache=True)
@@ -932,7 +972,92 @@ def sslm_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
         d.x[i] = tau[i] + d.tauc[i]
     if aba_from_kinematics(m, d, unliteral(0), m.nb, as_input(d.x), as_input(d.fext), qdd) >= 0:
         return SINGULAR
+    # refinement where the block elimination or the tree recursion may have lost accuracy
+    d.diag[DIAG_REFINED] = 0.0
+    if ratio < REFINE_RATIO or aba_pivot_ratio(m, d) < REFINE_ABA_RATIO:
+        if refine(m, d, ip, fw, tau, qdd, lam, r, max(eta, max_abs(qdd))) < 0:
+            return INACCURATE
     return accept(m, d, ratio, qdd, lam, r, eta)
+
+
+@njit(cache=True)
+def subsystem_solve(ip, fw, x):
+    """x ← I⁻¹ x subsystem by subsystem (eqs. 19–21), I_j = L_jᵀ D_j L_j from the factors
+    ``gicm_assemble`` left in ``fw``: Lᵀ w = x (leaves first), w ← D⁻¹ w, L y = w
+    (roots first), on the tree sparsity of each L_j.  ``x`` (nv) in place."""
+    osub, odpar = _o(ip, _SUB), _o(ip, _DPAR)
+    fI, fdinv = _f(ip, _I), _f(ip, _DINV)
+    for j in range(ip[_NS]):
+        v0, n, off = ip[osub + 7 * j + 3], ip[osub + 7 * j + 4], fI + ip[osub + 7 * j + 5]
+        dp = odpar + v0
+        for i in range(n - 1, -1, -1):
+            xi = x[v0 + i]
+            a = ip[dp + i]
+            while a >= 0:
+                x[v0 + a] -= fw[off + i * n + a] * xi
+                a = ip[dp + a]
+            x[v0 + i] = xi * fw[fdinv + v0 + i]
+        for k in range(n):
+            s = x[v0 + k]
+            a = ip[dp + k]
+            while a >= 0:
+                s -= fw[off + k * n + a] * x[v0 + a]
+                a = ip[dp + a]
+            x[v0 + k] = s
+
+
+@njit(cache=True)
+def refine(m, d, ip, fw, tau, qdd, lam, r, scale):
+    """Iterative refinement of (q̈, λ) with the factors of the solve (the I_j's LᵀDL and
+    the GICM's block LDLᵀ in ``fw``), as SLM's ``refine``: for the residuals
+    r1 = τ + Jᵀλ - M q̈ - h (RNEA with λ's loads, O(n)) and r2 = γ - J q̈ on the
+    independent rows, δη = I⁻¹ r1 (19), 𝓘 δλ = r2 - J δη (23)–(25), δq̈ = δη + I⁻¹ Jᵀ δλ
+    (21).  Returns the steps taken, or -1 if the corrections grow (an inaccurate solve).
+    Workspace: ``d.phi``, ``d.x``, ``d.rhs`` (free in SSLM) and fw's psi and lam."""
+    n, rows, J = m.nv, d.rows, d.J
+    r1, dq, dl = d.phi, d.x, d.rhs[:r]
+    olout, fpsi, flam = _o(ip, _LOUT), _f(ip, _PSI), _f(ip, _LAM)
+    prev = 0.0
+    for step in range(MAX_REFINE):
+        kkt_residual(m, d, tau, qdd, lam, r, r1, dl)
+        for j in range(n):
+            dq[j] = r1[j]
+        subsystem_solve(ip, fw, dq)
+        for a in range(r):
+            ra = rows[a]
+            s = dl[a]
+            for j in range(n):
+                s -= J[ra, j] * dq[j]
+            dl[a] = s
+        for t in range(r):
+            fw[fpsi + t] = dl[ip[olout + t]]
+        gicm_resolve(ip, fw)
+        for t in range(r):
+            dl[ip[olout + t]] = fw[flam + t]
+        for j in range(n):
+            r1[j] = 0.0
+        for a in range(r):
+            ra, la = rows[a], dl[a]
+            for j in range(n):
+                r1[j] += J[ra, j] * la
+        subsystem_solve(ip, fw, r1)
+        for j in range(n):
+            dq[j] += r1[j]
+        dmax = max_abs(dq)
+        verdict = refinement_verdict(step, dmax, prev, scale)
+        if verdict == -2:
+            return -1
+        if verdict == -1:
+            return step
+        for j in range(n):
+            qdd[j] += dq[j]
+        for a in range(r):
+            lam[a] += dl[a]
+        d.diag[DIAG_REFINED] = step + 1
+        if verdict == 0:
+            return step + 1
+        prev = dmax
+    return MAX_REFINE
 
 
 @njit(cache=True)
