@@ -129,13 +129,13 @@ _HEAD = 8
 _INT_SECTIONS = ("leg", "col", "bslot", "slotcol")
 _FLOAT_SECTIONS = (
     "cax", "s", "pt", "dinv", "rate", "arate", "tw", "ac", "b", "Phi", "Lc", "JT", "xi",
-    "vec", "Ms", "ws", "R7", "l7", "P", "Q", "rv", "Ig", "Lg", "XJ", "X", "th", "thdd",
+    "vec", "Ms", "ws", "R7", "l7", "P", "rm", "Ig", "Lg", "XJ", "X", "th", "thdd",
     "ua", "info", "g", "T", "Wc", "bk", "zr", "jx", "jr",
 )  # fmt: skip
 _SECTIONS = _INT_SECTIONS + _FLOAT_SECTIONS
 (
     _LEG, _COL, _BSLOT, _SLOTCOL, _CAX, _S, _PT, _DINV, _RATE, _ARATE, _TW, _AC, _B, _PHI, _LC,
-    _JT, _XI, _VEC, _MS, _WS, _R7, _L7, _PP, _QQ, _RV, _IG, _LG, _XJ, _XX, _TH, _THDD, _UA,
+    _JT, _XI, _VEC, _MS, _WS, _R7, _L7, _PP, _RM, _IG, _LG, _XJ, _XX, _TH, _THDD, _UA,
     _INFO, _GG, _TT, _WC, _BK, _ZR, _JX, _JR,
 ) = range(len(_SECTIONS))  # fmt: skip
 
@@ -145,7 +145,7 @@ def _float_shapes(L, C, NS, n, r):
         "cax": (C, 3), "s": (C, 6), "pt": (C, 6), "dinv": (C,), "rate": (C,), "arate": (C,),
         "tw": (C, 6), "ac": (C, 6), "b": (C, 6), "Phi": (6, 6), "Lc": (6, 6), "JT": (n, 6),
         "xi": (L, 6), "vec": (8, 6), "Ms": (NS + 1, 6, 6), "ws": (NS + 1, 6), "R7": (L, 7, 7),
-        "l7": (L, 7), "P": (6, 6), "Q": (6, 7), "rv": (3, 7), "Ig": (n, n), "Lg": (n, n),
+        "l7": (L, 7), "P": (6, 6), "rm": (C, 7), "Ig": (n, n), "Lg": (n, n),
         "XJ": (n, 6), "X": (6, 6), "th": (n,), "thdd": (n,), "ua": (n,), "info": (6,),
         "g": (L, 6), "T": (L, 6), "Wc": (L, 6), "bk": (L,), "zr": (r, 6), "jx": (r,),
         "jr": (r,),
@@ -320,7 +320,9 @@ def platform_jacobian(pb):
     ``JT`` (n, 6) holds Jᵀ: row a is J's column of actuated leg a; ``g`` (L, 6) keeps
     each leg's Φ_2 s_k (for the multipliers).
 
-    Φ_2⁽ˡ⁾ = 1 - Σ_i p̃_i p̃_iᵀ/δ_i over the leg's unactuated joints.  Legs closing on
+    Φ_2⁽ˡ⁾ = 1 - Σ_i p̃_i p̃_iᵀ/δ_i over the leg's unactuated joints (13a); for a leg
+    of five unactuated joints and an actuated one (rank-one Φ_2) Φ_2 = g gᵀ/gᵀg with
+    g = Φ_2 s_k, one outer product instead of five.  Legs closing on
     the ground (``leg[l, _CLOSED]``) have t_e = 0 and no part in Φ; their columns of J
     are zero, as are those of the legs without actuator.  Returns the Cholesky pivot
     ratio of Φ (1.0 when no leg reaches a platform; 0.0: singular).
@@ -329,47 +331,67 @@ def platform_jacobian(pb):
     Phi, Lc, JT, G = _f2(pb, _PHI, 6), _f2(pb, _LC, 6), _f2(pb, _JT, 6), _f2(pb, _GG, 6)
     L = leg.shape[0]
     n = JT.shape[0]
-    npl = 0
-    for l in range(L):
-        if leg[l, _CLOSED] == 0:
-            npl += 1
     for a in range(n):
         for r in range(6):
             JT[a, r] = 0.0
     for r in range(6):
-        for c in range(6):
-            Phi[r, c] = float(npl) if r == c else 0.0
-    if npl == 0:
-        return 1.0
+        for c in range(r, 6):
+            Phi[r, c] = 0.0
+    npl = 0
     for l in range(L):
         if leg[l, _CLOSED] == 1:
             continue
+        npl += 1
         c0, c1, k = leg[l, _C0], leg[l, _C1], leg[l, _K]
-        for i in range(c0, c1):
-            if i == k:
-                continue
+        rank1 = False
+        if k >= 0:
+            # g = Φ_2 s_k (the numerator of 14b)
+            x = G[l]
+            ss = 0.0
             for r in range(6):
-                a = pt[i, r] * dinv[i]
-                for c in range(r, 6):
-                    Phi[r, c] -= a * pt[i, c]
+                x[r] = s[k, r]
+                ss += x[r] * x[r]
+            apply_phi(c0, c1, k, c0, pt, dinv, x)
+            if c1 - c0 == 6:
+                # five unactuated joints: Φ_2 projects onto a line, Φ_2 = g gᵀ/gᵀg
+                # (the leg's reciprocal wrench, e.g. the force along a Stewart leg)
+                gg = 0.0
+                for r in range(6):
+                    gg += x[r] * x[r]
+                if gg > DELTA_TOL * ss:
+                    rank1 = True
+                    ig = 1.0 / gg
+                    for r in range(6):
+                        a = x[r] * ig
+                        for c in range(r, 6):
+                            Phi[r, c] += a * x[c]
+        if not rank1:
+            # Φ_2 = 1 - Σ_i p̃_i p̃_iᵀ/δ_i (13a)
+            for r in range(6):
+                Phi[r, r] += 1.0
+            for i in range(c0, c1):
+                if i == k:
+                    continue
+                for r in range(6):
+                    a = pt[i, r] * dinv[i]
+                    for c in range(r, 6):
+                        Phi[r, c] -= a * pt[i, c]
     for r in range(6):
         for c in range(r):
             Phi[r, c] = Phi[c, r]
+    if npl == 0:
+        return 1.0
+    for r in range(6):
         for c in range(6):
             Lc[r, c] = Phi[r, c]
     ratio = cholesky_inplace(Lc, unliteral(6))
     if not ratio > PIVOT_TOL:
         return 0.0
     for l in range(L):
-        k = leg[l, _K]
-        if k < 0 or leg[l, _CLOSED] == 1:
+        if leg[l, _K] < 0 or leg[l, _CLOSED] == 1:
             continue
-        x = G[l]
         for r in range(6):
-            x[r] = s[k, r]
-        apply_phi(leg[l, _C0], leg[l, _C1], k, leg[l, _C0], pt, dinv, x)
-        for r in range(6):
-            JT[l, r] = x[r]
+            JT[l, r] = G[l, r]
         cholesky_solve(Lc, unliteral(6), JT[l])
     return ratio
 
@@ -525,6 +547,7 @@ def denoc_rates(m, d, pb, v):
     if not ratio > 0.0:
         info[_WHY] = WHY_PHI
         return 0.0
+    rate_maps(pb)
     # θ̇ and t_e = J θ̇ (14b)
     n = th.shape[0]
     for a in range(n):
@@ -650,42 +673,86 @@ def body_wrenches(m, pb):
 
 
 @njit(cache=True)
-def backward_pass(pb, tau, want_gim):
-    """IDA-1/2 (eqs. 20–23) and, if ``want_gim``, FDA-1/2 (eqs. 27–33), leg by leg.
+def rate_maps(pb):
+    """r_i (7) of every column: the joint rate as a linear map of the leg's y = (t_e, θ̇_k),
+    θ̇_i = r_iᵀ y, eqs. (11b)/(12b) (the same map takes (ṫ_e - ξ, θ̈_k) to θ̈_i).
 
-    Each leg's body twists are linear in y = (t_e, θ̇_k) (7 numbers):
-    t_i = Ψ_i t_{i-1} + s_i ρ_iᵀ y (15a–e), with Ψ_i = 1 - s_i p̃_iᵀ/δ_i (15f),
-    ρ_i = (p̃_i, -[i < k] p̃_iᵀ s_k)/δ_i for unactuated i and ρ_k = e_7 (Ψ_k = 1).
-
-    IDA-1 (21): w̃_i = w_i + Ψ_{i+1}ᵀ w̃_{i+1}, i.e. w̃ ← w̃ - p̃_i f_i/δ_i with
-    f_i = s_iᵀ w̃_i - τ_i (τ_i: the joint force ``tau`` applied to coordinate i);
-    IDA-2 (22)–(23): the leg's generalized force on y, l7 = Σ_i ρ_i f_i (6 + 1
-    numbers; the first six, g = Σ_{i≠k} p̃_i f_i/δ_i, act on the platform).
-
-    FDA-1 (28): the composite inertia with the modified propagation,
-    M̃_i = M_i + Ψ_{i+1}ᵀ M̃_{i+1} Ψ_{i+1}, and FDA-2 (29)–(33): the sums of its
-    blocks that the paper writes M̃_(pq:rs), here accumulated by the backward
-    recursion E_i(t_{i-1}, y) = t_{i-1}ᵀ P_i t_{i-1} + 2 t_{i-1}ᵀ Q_i y + yᵀ R_i y of
-    the leg's kinetic energy (×2): P_i = Ψ_iᵀ M̃_i Ψ_i, Q_i = Ψ_iᵀ (M̃_i s_i ρ_iᵀ +
-    Q_{i+1}), R_i = R_{i+1} + ρ_i s_iᵀM̃_i s_i ρ_iᵀ + ρ_i s_iᵀQ_{i+1} + Q_{i+1}ᵀ s_i ρ_iᵀ;
-    ``R7[l]`` = R_1 = [[X⁽ˡ⁾, Y⁽ˡ⁾], [Y⁽ˡ⁾ᵀ, Z⁽ˡ⁾]] (X, Y of eqs. 31–32).
-    Scratch: ``P`` (6, 6), ``Q`` (6, 7), ``rv`` (3, 7).  Cost O(m) per leg.
+    From the base end of each leg: r_k = e_7 at the actuated column and, for the others,
+    r_i = ρ_i - Σ_{j<i} (p̃_iᵀ s_j / δ_i) r_j with ρ_i = (p̃_i, -[i < k] p̃_iᵀ s_k) / δ_i
+    (the rows of the paper's N_c N_d restricted to one leg, 15a–15e).  Out: ``rm`` (C, 7).
+    Cost O(m²) per leg of m ≤ 7 columns.
     """
-    leg, col, s, pt = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _PT, 6)
-    dinv, ws, Ms = _f1(pb, _DINV), _f2(pb, _WS, 6), _f3(pb, _MS, 6, 6)
-    l7, R7, P, Q, rv = (
-        _f2(pb, _L7, 7), _f3(pb, _R7, 7, 7), _f2(pb, _PP, 6), _f2(pb, _QQ, 7), _f2(pb, _RV, 7)
+    leg, s, pt, dinv, rm = (
+        _i2(pb, _LEG, 10), _f2(pb, _S, 6), _f2(pb, _PT, 6), _f1(pb, _DINV), _f2(pb, _RM, 7)
     )  # fmt: skip
     for l in range(leg.shape[0]):
         c0, c1, k = leg[l, _C0], leg[l, _C1], leg[l, _K]
-        w0 = w1 = w2 = w3 = w4 = w5 = 0.0  # w̃ (IDA-1)
-        started = False  # a leg body met (FDA: P, Q, R are zero before)
-        for r in range(7):
-            l7[l, r] = 0.0
+        for i in range(c0, c1):
+            if i == k:
+                for r in range(6):
+                    rm[i, r] = 0.0
+                rm[i, 6] = 1.0
+                continue
+            inv = dinv[i]
+            p0, p1, p2, p3, p4, p5 = pt[i, 0], pt[i, 1], pt[i, 2], pt[i, 3], pt[i, 4], pt[i, 5]
+            x0, x1, x2, x3, x4, x5 = p0 * inv, p1 * inv, p2 * inv, p3 * inv, p4 * inv, p5 * inv
+            x6 = 0.0
+            if i < k:
+                x6 = -(
+                    p0 * s[k, 0] + p1 * s[k, 1] + p2 * s[k, 2] + p3 * s[k, 3] + p4 * s[k, 4]
+                    + p5 * s[k, 5]
+                ) * inv  # fmt: skip
+            for j in range(c0, i):
+                c = (
+                    p0 * s[j, 0] + p1 * s[j, 1] + p2 * s[j, 2] + p3 * s[j, 3] + p4 * s[j, 4]
+                    + p5 * s[j, 5]
+                ) * inv  # fmt: skip
+                x0 -= c * rm[j, 0]
+                x1 -= c * rm[j, 1]
+                x2 -= c * rm[j, 2]
+                x3 -= c * rm[j, 3]
+                x4 -= c * rm[j, 4]
+                x5 -= c * rm[j, 5]
+                x6 -= c * rm[j, 6]
+            rm[i, 0], rm[i, 1], rm[i, 2], rm[i, 3] = x0, x1, x2, x3
+            rm[i, 4], rm[i, 5], rm[i, 6] = x4, x5, x6
+
+
+@njit(cache=True)
+def backward_pass(pb, tau, want_gim):
+    """IDA-1/2 (eqs. 20–23) and, if ``want_gim``, FDA-1/2 (eqs. 27–33), leg by leg.
+
+    Each leg's joint rates are linear in y = (t_e, θ̇_k) (7 numbers): θ̇_i = r_iᵀ y
+    (``rate_maps``), so the leg's bodies have twists t_i = Σ_{j<=i} s_j r_jᵀ y (15a–e).
+
+    IDA-1/2 (21)–(23): the leg's generalized force on y, by virtual power,
+    l7 = Σ_i r_i f_i with f_i = s_iᵀ W_{≥i} - τ_i, W_{≥i} the sum of the wrenches
+    (18a) of the leg's bodies beyond joint i (the paper's w̃_i propagated with
+    Ψ_{i+1}ᵀ gives the same l7; τ_i the joint force ``tau`` applied to coordinate i).
+    The first six entries act on the platform, the last on θ_k.
+
+    FDA-1/2 (28)–(33): the leg's kinetic energy (×2) is yᵀ R y with
+    R = Σ_{i,j} r_i H_ij r_jᵀ, H_ij = s_iᵀ M̂_{max(i,j)} s_j the leg's joint-space
+    inertia and M̂_i = Σ_{bodies beyond i} M the composite inertia (FDA-1; all twists
+    about E in world axes, so the composite is a plain sum).  Swept from the platform
+    end with F_i = M̂_i s_i: R += r_i uᵀ + u r_iᵀ, u = Σ_{j<i} r_j s_jᵀF_i + r_i s_iᵀF_i/2;
+    columns beyond the last massive body (M̂ = 0) cost nothing.  ``R7[l]`` = R =
+    [[X⁽ˡ⁾, Y⁽ˡ⁾], [Y⁽ˡ⁾ᵀ, Z⁽ˡ⁾]] (X, Y of eqs. 31–32).  Scratch: ``P`` (6, 6) holds M̂.
+    Cost O(m²) per leg (m ≤ 7 columns) plus O(bodies).
+    """
+    leg, col, s, rm = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _RM, 7)
+    ws, Ms, l7, R7, P = (
+        _f2(pb, _WS, 6), _f3(pb, _MS, 6, 6), _f2(pb, _L7, 7), _f3(pb, _R7, 7, 7), _f2(pb, _PP, 6)
+    )  # fmt: skip
+    for l in range(leg.shape[0]):
+        c0, c1 = leg[l, _C0], leg[l, _C1]
+        w0 = w1 = w2 = w3 = w4 = w5 = 0.0  # W_{≥i}
+        g0 = g1 = g2 = g3 = g4 = g5 = g6 = 0.0  # l7
+        started = False  # a leg body met (M̂ is zero before)
         if want_gim:
-            P[:, :] = 0.0
-            Q[:, :] = 0.0
-            R7[l, :, :] = 0.0
+            for r in range(7):
+                for c in range(r, 7):
+                    R7[l, r, c] = 0.0
         for i in range(c1 - 1, c0 - 1, -1):
             sl = col[i, _SLOT]
             if sl >= 0:
@@ -695,96 +762,104 @@ def backward_pass(pb, tau, want_gim):
                 w3 += ws[sl, 3]
                 w4 += ws[sl, 4]
                 w5 += ws[sl, 5]
-            # IDA-1: f_i = s_iᵀ w̃_i (minus an applied joint force)
-            f = (
-                s[i, 0] * w0 + s[i, 1] * w1 + s[i, 2] * w2 + s[i, 3] * w3 + s[i, 4] * w4
-                + s[i, 5] * w5
-            )  # fmt: skip
+            s0, s1, s2, s3, s4, s5 = s[i, 0], s[i, 1], s[i, 2], s[i, 3], s[i, 4], s[i, 5]
+            f = s0 * w0 + s1 * w1 + s2 * w2 + s3 * w3 + s4 * w4 + s5 * w5
             if col[i, _IV] >= 0:
                 f -= tau[col[i, _IV]]
-            # ρ_i (7)
-            rho = rv[0]
-            if i == k:
-                for r in range(6):
-                    rho[r] = 0.0
-                rho[6] = 1.0
-                l7[l, 6] += f
-            else:
-                inv = dinv[i]
-                for r in range(6):
-                    rho[r] = pt[i, r] * inv
-                rho[6] = 0.0
-                if i < k:
-                    rho[6] = -(
-                        pt[i, 0] * s[k, 0] + pt[i, 1] * s[k, 1] + pt[i, 2] * s[k, 2]
-                        + pt[i, 3] * s[k, 3] + pt[i, 4] * s[k, 4] + pt[i, 5] * s[k, 5]
-                    ) * inv  # fmt: skip
-                for r in range(7):
-                    l7[l, r] += rho[r] * f
-                # w̃ ← Ψ_iᵀ w̃ = w̃ - p̃_i f_i / δ_i
-                c = f * inv
-                w0 -= pt[i, 0] * c
-                w1 -= pt[i, 1] * c
-                w2 -= pt[i, 2] * c
-                w3 -= pt[i, 3] * c
-                w4 -= pt[i, 4] * c
-                w5 -= pt[i, 5] * c
-            if sl >= 0:
-                started = True
-            if not (want_gim and started):
-                continue  # FDA: nothing accumulated yet past the platform end of the leg
-            # FDA-1: M̃_i = M_i + P_{i+1} (kept in P), u = M̃_i s_i, σ = s_iᵀ u
-            if sl >= 0:
-                for r in range(6):
-                    for c in range(6):
-                        P[r, c] += Ms[sl, r, c]
-            u = rv[1]
-            sig = 0.0
-            for r in range(6):
-                x = 0.0
-                for c in range(6):
-                    x += P[r, c] * s[i, c]
-                u[r] = x
-                sig += s[i, r] * x
-            # Q's last column is zero until the actuated joint (legs are swept from the
-            # platform end): past it only six columns of Q and R take part
-            nq = 7 if i <= k else 6
-            sQ = rv[2]
-            for c in range(nq):
-                x = 0.0
-                for r in range(6):
-                    x += s[i, r] * Q[r, c]
-                sQ[c] = x
-            if i == k:
-                # ρ = e_7, Ψ_k = 1: R[:, 6] += sQ (+ σ on the diagonal), Q[:, 6] += u
-                for r in range(6):
-                    R7[l, r, 6] += sQ[r]
-                    Q[r, 6] += u[r]
-                R7[l, 6, 6] += sig + 2.0 * sQ[6]
+            g0 += rm[i, 0] * f
+            g1 += rm[i, 1] * f
+            g2 += rm[i, 2] * f
+            g3 += rm[i, 3] * f
+            g4 += rm[i, 4] * f
+            g5 += rm[i, 5] * f
+            g6 += rm[i, 6] * f
+            if not want_gim:
                 continue
-            # R += σ ρρᵀ + ρ sQᵀ + sQ ρᵀ = ρ zᵀ + z ρᵀ with z = σ/2 ρ + sQ (upper triangle)
-            hs = 0.5 * sig
-            for c in range(nq):
-                sQ[c] += hs * rho[c]
-            for r in range(nq):
-                for c in range(r, nq):
-                    R7[l, r, c] += rho[r] * sQ[c] + sQ[r] * rho[c]
-            if i == c0:
-                continue  # t_0 = 0: P_1 and Q_1 are never used
-            # Q ← Ψ_iᵀ (Q + u ρᵀ) = Q + u ρᵀ - p̃_i (s_iᵀQ + σ ρᵀ) / δ_i
-            inv = dinv[i]
-            for c in range(nq):
-                x = (sQ[c] + hs * rho[c]) * inv
-                for r in range(6):
-                    Q[r, c] += u[r] * rho[c] - pt[i, r] * x
-            # P ← Ψ_iᵀ M̃_i Ψ_i = M̃ - (p̃ uᵀ + u p̃ᵀ)/δ + σ p̃ p̃ᵀ/δ² (symmetric)
-            sd = sig * inv * inv
-            for r in range(6):
-                pr, ur = pt[i, r], u[r]
-                for c in range(r, 6):
-                    x = P[r, c] - (pr * u[c] + ur * pt[i, c]) * inv + sd * pr * pt[i, c]
-                    P[r, c] = x
-                    P[c, r] = x
+            if sl >= 0:
+                if started:
+                    for r in range(6):
+                        for c in range(r, 6):
+                            P[r, c] += Ms[sl, r, c]
+                else:
+                    for r in range(6):
+                        for c in range(r, 6):
+                            P[r, c] = Ms[sl, r, c]
+                started = True
+            if not started:
+                continue
+            # F = M̂_i s_i (M̂ symmetric, upper triangle in P)
+            F0 = (
+                P[0, 0] * s0
+                + P[0, 1] * s1
+                + P[0, 2] * s2
+                + P[0, 3] * s3
+                + P[0, 4] * s4
+                + P[0, 5] * s5
+            )
+            F1 = (
+                P[0, 1] * s0
+                + P[1, 1] * s1
+                + P[1, 2] * s2
+                + P[1, 3] * s3
+                + P[1, 4] * s4
+                + P[1, 5] * s5
+            )
+            F2 = (
+                P[0, 2] * s0
+                + P[1, 2] * s1
+                + P[2, 2] * s2
+                + P[2, 3] * s3
+                + P[2, 4] * s4
+                + P[2, 5] * s5
+            )
+            F3 = (
+                P[0, 3] * s0
+                + P[1, 3] * s1
+                + P[2, 3] * s2
+                + P[3, 3] * s3
+                + P[3, 4] * s4
+                + P[3, 5] * s5
+            )
+            F4 = (
+                P[0, 4] * s0
+                + P[1, 4] * s1
+                + P[2, 4] * s2
+                + P[3, 4] * s3
+                + P[4, 4] * s4
+                + P[4, 5] * s5
+            )
+            F5 = (
+                P[0, 5] * s0
+                + P[1, 5] * s1
+                + P[2, 5] * s2
+                + P[3, 5] * s3
+                + P[4, 5] * s4
+                + P[5, 5] * s5
+            )
+            h = 0.5 * (s0 * F0 + s1 * F1 + s2 * F2 + s3 * F3 + s4 * F4 + s5 * F5)
+            u0, u1, u2, u3 = rm[i, 0] * h, rm[i, 1] * h, rm[i, 2] * h, rm[i, 3] * h
+            u4, u5, u6 = rm[i, 4] * h, rm[i, 5] * h, rm[i, 6] * h
+            for j in range(c0, i):
+                h = (
+                    s[j, 0] * F0 + s[j, 1] * F1 + s[j, 2] * F2 + s[j, 3] * F3 + s[j, 4] * F4
+                    + s[j, 5] * F5
+                )  # fmt: skip
+                u0 += rm[j, 0] * h
+                u1 += rm[j, 1] * h
+                u2 += rm[j, 2] * h
+                u3 += rm[j, 3] * h
+                u4 += rm[j, 4] * h
+                u5 += rm[j, 5] * h
+                u6 += rm[j, 6] * h
+            # R += r_i uᵀ + u r_iᵀ (upper triangle)
+            x = rm[i]
+            u = (u0, u1, u2, u3, u4, u5, u6)
+            for r in range(7):
+                xr, ur = x[r], u[r]
+                for c in range(r, 7):
+                    R7[l, r, c] += xr * u[c] + ur * x[c]
+        l7[l, 0], l7[l, 1], l7[l, 2], l7[l, 3] = g0, g1, g2, g3
+        l7[l, 4], l7[l, 5], l7[l, 6] = g4, g5, g6
         if want_gim:
             for r in range(7):
                 for c in range(r):
