@@ -62,7 +62,6 @@ from numba import njit, types
 
 from loopdyn.errors import ModelError, SingularityError
 from loopdyn.kernels.checks import all_finite
-from loopdyn.kernels.linalg import cholesky_inplace, cholesky_solve
 from loopdyn.kernels.numba_internals import (
     BUF,
     IN,
@@ -130,13 +129,13 @@ _INT_SECTIONS = ("leg", "col", "bslot", "slotcol")
 _FLOAT_SECTIONS = (
     "cax", "s", "pt", "dinv", "rate", "arate", "tw", "ac", "b", "Phi", "Lc", "JT", "xi",
     "vec", "Ms", "ws", "R7", "l7", "P", "rm", "Ig", "Lg", "XJ", "X", "th", "thdd",
-    "ua", "info", "g", "T", "Wc", "bk", "zr", "jx", "jr",
+    "ua", "info", "g", "T", "Wc", "bk", "zr", "jx", "jr", "dc", "dg", "dz", "ig", "a0",
 )  # fmt: skip
 _SECTIONS = _INT_SECTIONS + _FLOAT_SECTIONS
 (
     _LEG, _COL, _BSLOT, _SLOTCOL, _CAX, _S, _PT, _DINV, _RATE, _ARATE, _TW, _AC, _B, _PHI, _LC,
     _JT, _XI, _VEC, _MS, _WS, _R7, _L7, _PP, _RM, _IG, _LG, _XJ, _XX, _TH, _THDD, _UA,
-    _INFO, _GG, _TT, _WC, _BK, _ZR, _JX, _JR,
+    _INFO, _GG, _TT, _WC, _BK, _ZR, _JX, _JR, _DC, _DG, _DZ, _IGG, _A0S,
 ) = range(len(_SECTIONS))  # fmt: skip
 
 
@@ -148,7 +147,7 @@ def _float_shapes(L, C, NS, n, r):
         "l7": (L, 7), "P": (6, 6), "rm": (C, 7), "Ig": (n, n), "Lg": (n, n),
         "XJ": (n, 6), "X": (6, 6), "th": (n,), "thdd": (n,), "ua": (n,), "info": (6,),
         "g": (L, 6), "T": (L, 6), "Wc": (L, 6), "bk": (L,), "zr": (r, 6), "jx": (r,),
-        "jr": (r,),
+        "jr": (r,), "dc": (6,), "dg": (n,), "dz": (6,), "ig": (L,), "a0": (NS + 1, 6),
     }  # fmt: skip
 
 
@@ -192,6 +191,53 @@ def _f2(pb, s, w):
 def _f3(pb, s, a, w):
     o0, o1 = _bounds(pb, s)
     return block(pb, o0, ((o1 - o0) // (a * w), a, w))
+
+
+# ------------------------------------------------------------------ small solves
+@njit(cache=True)
+def _chol(A, n, di):
+    """A = L Lᵀ in place (L in the lower triangle) for the small SPD systems of DeNOC
+    (Φ, the GIM, the multiplier fits; n ≤ 6 for the catalog), with di[j] = 1/L_jj so
+    that ``_chol_solve`` multiplies: in these tiny solves the chain of divisions, not
+    the arithmetic, sets the time.  Returns min/max pivot² (0.0: not positive definite;
+    1.0 for n = 0), as ``kernels.linalg.cholesky_inplace``."""
+    dmin = 1e300
+    dmax = 0.0
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not s > 0.0:
+            return 0.0
+        dmin = min(dmin, s)
+        dmax = max(dmax, s)
+        d = s**0.5
+        A[j, j] = d
+        inv = 1.0 / d
+        di[j] = inv
+        for i in range(j + 1, n):
+            t = A[i, j]
+            for k in range(j):
+                t -= A[i, k] * A[j, k]
+            A[i, j] = t * inv
+    if n == 0:
+        return 1.0
+    return dmin / dmax if dmax > 0.0 else 0.0
+
+
+@njit(cache=True)
+def _chol_solve(L, n, di, b):
+    """b ← (L Lᵀ)⁻¹ b with the factor and inverse pivots of ``_chol``."""
+    for i in range(n):
+        t = b[i]
+        for k in range(i):
+            t -= L[i, k] * b[k]
+        b[i] = t * di[i]
+    for i in range(n - 1, -1, -1):
+        t = b[i]
+        for k in range(i + 1, n):
+            t -= L[k, i] * b[k]
+        b[i] = t * di[i]
 
 
 # --------------------------------------------------------------------------- kinematics
@@ -329,6 +375,7 @@ def platform_jacobian(pb):
     """
     leg, s, pt, dinv = _i2(pb, _LEG, 10), _f2(pb, _S, 6), _f2(pb, _PT, 6), _f1(pb, _DINV)
     Phi, Lc, JT, G = _f2(pb, _PHI, 6), _f2(pb, _LC, 6), _f2(pb, _JT, 6), _f2(pb, _GG, 6)
+    dc, ig = _f1(pb, _DC), _f1(pb, _IGG)
     L = leg.shape[0]
     n = JT.shape[0]
     for a in range(n):
@@ -339,6 +386,7 @@ def platform_jacobian(pb):
             Phi[r, c] = 0.0
     npl = 0
     for l in range(L):
+        ig[l] = 0.0
         if leg[l, _CLOSED] == 1:
             continue
         npl += 1
@@ -360,9 +408,9 @@ def platform_jacobian(pb):
                     gg += x[r] * x[r]
                 if gg > DELTA_TOL * ss:
                     rank1 = True
-                    ig = 1.0 / gg
+                    ig[l] = 1.0 / gg
                     for r in range(6):
-                        a = x[r] * ig
+                        a = x[r] * ig[l]
                         for c in range(r, 6):
                             Phi[r, c] += a * x[c]
         if not rank1:
@@ -384,7 +432,7 @@ def platform_jacobian(pb):
     for r in range(6):
         for c in range(6):
             Lc[r, c] = Phi[r, c]
-    ratio = cholesky_inplace(Lc, unliteral(6))
+    ratio = _chol(Lc, unliteral(6), dc)
     if not ratio > PIVOT_TOL:
         return 0.0
     for l in range(L):
@@ -392,7 +440,7 @@ def platform_jacobian(pb):
             continue
         for r in range(6):
             JT[l, r] = G[l, r]
-        cholesky_solve(Lc, unliteral(6), JT[l])
+        _chol_solve(Lc, unliteral(6), dc, JT[l])
     return ratio
 
 
@@ -404,12 +452,14 @@ def leg_rates(pb, th, acc):
     of leg l is t_e (``acc`` False) or ṫ_e - ξ⁽ˡ⁾ (``acc`` True), with t_e = 0 for a
     leg closing on the ground.  For i ≠ k: θ_i = p̃_iᵀ (target - Σ_{j<i} s_j θ_j -
     [i < k] s_k θ_k) / δ_i, the paper's (11b) for i > k and (12b), with
-    t'_e = t_e - s_k θ̇_k (12a), for i < k.  Out (``acc`` False): ``rate`` (C) and
+    t'_e = t_e - s_k θ̇_k (12a), for i < k, evaluated as θ_i = r_iᵀ (target, θ_k) with
+    the maps of ``rate_maps`` (no chain through the earlier rates).  Out (``acc``
+    False): ``rate`` (C) and
     ``tw`` (C, 6), the twist Σ_{j<=i} s_j θ̇_j of the body after column i; (``acc``
     True): ``arate`` and ``ac``, its spatial acceleration Σ_{j<=i} (s_j θ̈_j + b_j),
     ``b`` (C, 6) the columns' ṡ_j θ̇_j.
     """
-    leg, s, pt, dinv = _i2(pb, _LEG, 10), _f2(pb, _S, 6), _f2(pb, _PT, 6), _f1(pb, _DINV)
+    leg, s, rm = _i2(pb, _LEG, 10), _f2(pb, _S, 6), _f2(pb, _RM, 7)
     b, xi, vec = _f2(pb, _B, 6), _f2(pb, _XI, 6), _f2(pb, _VEC, 6)
     if acc:
         rate, cum, te = _f1(pb, _ARATE), _f2(pb, _AC, 6), vec[_AE]
@@ -417,7 +467,7 @@ def leg_rates(pb, th, acc):
         rate, cum, te = _f1(pb, _RATE), _f2(pb, _TW, 6), vec[_TE]
     n = th.shape[0]
     for l in range(leg.shape[0]):
-        c0, c1, k = leg[l, _C0], leg[l, _C1], leg[l, _K]
+        c0, c1 = leg[l, _C0], leg[l, _C1]
         th_k = th[l] if l < n else 0.0
         if leg[l, _CLOSED] == 1:
             e0 = e1 = e2 = e3 = e4 = e5 = 0.0
@@ -432,25 +482,12 @@ def leg_rates(pb, th, acc):
             e5 -= xi[l, 5]
         a0 = a1 = a2 = a3 = a4 = a5 = 0.0  # Σ s_j θ_j
         g0 = g1 = g2 = g3 = g4 = g5 = 0.0  # Σ b_j (accelerations)
-        y0, y1, y2, y3, y4, y5 = e0, e1, e2, e3, e4, e5
-        if k >= 0:
-            # t'_e of (12a), the target below the actuated joint
-            y0 -= s[k, 0] * th_k
-            y1 -= s[k, 1] * th_k
-            y2 -= s[k, 2] * th_k
-            y3 -= s[k, 3] * th_k
-            y4 -= s[k, 4] * th_k
-            y5 -= s[k, 5] * th_k
         for i in range(c0, c1):
-            if i == k:
-                r = th_k
-                # above k the target is t_e again: its s_k θ_k is now part of Σ s_j θ_j
-                y0, y1, y2, y3, y4, y5 = e0, e1, e2, e3, e4, e5
-            else:
-                r = (
-                    pt[i, 0] * (y0 - a0) + pt[i, 1] * (y1 - a1) + pt[i, 2] * (y2 - a2)
-                    + pt[i, 3] * (y3 - a3) + pt[i, 4] * (y4 - a4) + pt[i, 5] * (y5 - a5)
-                ) * dinv[i]  # fmt: skip
+            # θ_i = r_iᵀ (target, θ_k) (``rate_maps``)
+            r = (
+                rm[i, 0] * e0 + rm[i, 1] * e1 + rm[i, 2] * e2 + rm[i, 3] * e3 + rm[i, 4] * e4
+                + rm[i, 5] * e5 + rm[i, 6] * th_k
+            )  # fmt: skip
             rate[i] = r
             a0 += s[i, 0] * r
             a1 += s[i, 1] * r
@@ -575,6 +612,7 @@ def denoc_accelerations(pb, thdd, first):
     """
     leg, pt, dinv = _i2(pb, _LEG, 10), _f2(pb, _PT, 6), _f1(pb, _DINV)
     vec, xi, JT, Lc = _f2(pb, _VEC, 6), _f2(pb, _XI, 6), _f2(pb, _JT, 6), _f2(pb, _LC, 6)
+    G, ig = _f2(pb, _GG, 6), _f1(pb, _IGG)
     n = thdd.shape[0]
     ae = vec[_AE]
     y = vec[_Y]
@@ -585,13 +623,22 @@ def denoc_accelerations(pb, thdd, first):
         for l in range(leg.shape[0]):
             if leg[l, _CLOSED] == 0:
                 any_platform = True
+                if ig[l] > 0.0:
+                    # rank-one Φ_2 = g gᵀ/gᵀg (``platform_jacobian``)
+                    c = (
+                        G[l, 0] * xi[l, 0] + G[l, 1] * xi[l, 1] + G[l, 2] * xi[l, 2]
+                        + G[l, 3] * xi[l, 3] + G[l, 4] * xi[l, 4] + G[l, 5] * xi[l, 5]
+                    ) * ig[l]  # fmt: skip
+                    for r in range(6):
+                        y[r] += c * G[l, r]
+                    continue
                 for r in range(6):
                     z[r] = xi[l, r]
                 apply_phi(leg[l, _C0], leg[l, _C1], leg[l, _K], leg[l, _C0], pt, dinv, z)
                 for r in range(6):
                     y[r] += z[r]
         if any_platform:
-            cholesky_solve(Lc, unliteral(6), y)
+            _chol_solve(Lc, unliteral(6), _f1(pb, _DC), y)
     for r in range(6):
         x = y[r]
         for a in range(n):
@@ -661,15 +708,40 @@ def body_wrenches(m, pb):
 
     ``slotcol`` (NS): the column after which each leg body sits, whose ``tw`` and ``ac``
     are the body's twist and acceleration; the platform (last slot) has t_e, ṫ_e.
+    The accelerations used are kept in ``a0`` (NS + 1, 6) for ``update_wrenches``.
     """
     slotcol, Ms, ws = _i1(pb, _SLOTCOL), _f3(pb, _MS, 6, 6), _f2(pb, _WS, 6)
-    tw, ac, vec = _f2(pb, _TW, 6), _f2(pb, _AC, 6), _f2(pb, _VEC, 6)
+    tw, ac, vec, a0 = _f2(pb, _TW, 6), _f2(pb, _AC, 6), _f2(pb, _VEC, 6), _f2(pb, _A0S, 6)
     gravity = m.gravity
     NS = slotcol.shape[0]
     for sl in range(NS):
         c = slotcol[sl]
         _wrench(Ms[sl], tw[c], ac[c], gravity, ws[sl])
+        for r in range(6):
+            a0[sl, r] = ac[c, r]
     _wrench(Ms[NS], vec[_TE], vec[_AE], gravity, ws[NS])
+    for r in range(6):
+        a0[NS, r] = vec[_AE, r]
+
+
+@njit(cache=True)
+def update_wrenches(pb):
+    """w_i += M_i (ṫ_i - ṫ_i⁰): the wrenches (18a) at new accelerations of the same
+    twists, ṫ_i⁰ the accelerations of the last ``body_wrenches`` (the velocity term
+    t_i ×* M_i t_i does not change)."""
+    slotcol, Ms, ws = _i1(pb, _SLOTCOL), _f3(pb, _MS, 6, 6), _f2(pb, _WS, 6)
+    ac, vec, a0 = _f2(pb, _AC, 6), _f2(pb, _VEC, 6), _f2(pb, _A0S, 6)
+    NS = slotcol.shape[0]
+    for sl in range(NS + 1):
+        a = vec[_AE] if sl == NS else ac[slotcol[sl]]
+        d0, d1, d2 = a[0] - a0[sl, 0], a[1] - a0[sl, 1], a[2] - a0[sl, 2]
+        d3, d4, d5 = a[3] - a0[sl, 3], a[4] - a0[sl, 4], a[5] - a0[sl, 5]
+        M = Ms[sl]
+        for r in range(6):
+            ws[sl, r] += (
+                M[r, 0] * d0 + M[r, 1] * d1 + M[r, 2] * d2 + M[r, 3] * d3 + M[r, 4] * d4
+                + M[r, 5] * d5
+            )  # fmt: skip
 
 
 @njit(cache=True)
@@ -966,10 +1038,11 @@ def row_wrenches(m, d, pb):
 
 
 @njit(cache=True)
-def _psd_solve(A, x):
+def _psd_solve(A, x, di):
     """x ← a solution y of A y = x for a symmetric positive semi-definite 6×6 A and a
     consistent x: Cholesky in place, columns whose pivot is below ``NULL_TOL`` times the
-    largest diagonal entry taken as null (their y entries 0)."""
+    largest diagonal entry taken as null (their y entries 0).  ``di`` (6): scratch for
+    the inverse pivots (0 on the null columns)."""
     dmax = 0.0
     for j in range(6):
         dmax = max(dmax, A[j, j])
@@ -981,30 +1054,27 @@ def _psd_solve(A, x):
         if not s > tol:
             for r in range(j, 6):
                 A[r, j] = 0.0
+            di[j] = 0.0
             continue
         dj = s**0.5
         A[j, j] = dj
+        inv = 1.0 / dj
+        di[j] = inv
         for r in range(j + 1, 6):
             t = A[r, j]
             for c in range(j):
                 t -= A[r, c] * A[j, c]
-            A[r, j] = t / dj
+            A[r, j] = t * inv
     for j in range(6):
-        if A[j, j] == 0.0:
-            x[j] = 0.0
-            continue
         s = x[j]
         for c in range(j):
             s -= A[j, c] * x[c]
-        x[j] = s / A[j, j]
+        x[j] = s * di[j] if di[j] != 0.0 else 0.0
     for j in range(5, -1, -1):
-        if A[j, j] == 0.0:
-            x[j] = 0.0
-            continue
         s = x[j]
         for r in range(j + 1, 6):
             s -= A[r, j] * x[r]
-        x[j] = s / A[j, j]
+        x[j] = s * di[j] if di[j] != 0.0 else 0.0
 
 
 @njit(cache=True)
@@ -1097,10 +1167,12 @@ def transmitted_wrenches(pb, tau):
                 y[r] -= T[l, r]
             gg = _gnorm2(G, l) if leg[l, _K] >= 0 else 0.0
             if gg > 0.0:
+                igg = 1.0 / gg
                 for r in range(6):
+                    a = G[l, r] * igg
                     for c in range(6):
-                        A6[r, c] -= G[l, r] * G[l, c] / gg
-        _psd_solve(A6, y)
+                        A6[r, c] -= a * G[l, c]
+        _psd_solve(A6, y, _f1(pb, _DZ))
         z = vec[_T2]
         for l in range(L):
             if leg[l, _CLOSED] == 1 or leg[l, _CL] < 0:
@@ -1115,8 +1187,9 @@ def transmitted_wrenches(pb, tau):
                     gy = 0.0
                     for r in range(6):
                         gy += G[l, r] * y[r]
+                    gy /= gg
                     for r in range(6):
-                        z[r] -= G[l, r] * gy / gg
+                        z[r] -= G[l, r] * gy
             for r in range(6):
                 T[l, r] += z[r]
     # the wrench through the cut joint: T_g = T_end + W_{>g}
@@ -1141,7 +1214,7 @@ def fit_multipliers(pb, lam):
     over the closure's p ≤ 6 rows (Cholesky of ZᵀZ).  Returns the smallest pivot ratio
     (1.0 without rows; 0.0: a closure's row wrenches are dependent)."""
     leg, zr, T = _i2(pb, _LEG, 10), _f2(pb, _ZR, 6), _f2(pb, _TT, 6)
-    N, rhs = _f2(pb, _XX, 6), _f2(pb, _VEC, 6)[_T1]
+    N, rhs, dz = _f2(pb, _XX, 6), _f2(pb, _VEC, 6)[_T1], _f1(pb, _DZ)
     ratio = 1.0
     for l in range(leg.shape[0]):
         a0, p = leg[l, _A0], leg[l, _P]
@@ -1158,11 +1231,11 @@ def fit_multipliers(pb, lam):
                 for r in range(6):
                     x += zr[a0 + i, r] * zr[a0 + j, r]
                 N[i, j] = x
-        rt = cholesky_inplace(N, p)
+        rt = _chol(N, p, dz)
         if not rt > PIVOT_TOL:
             return 0.0
         ratio = min(ratio, rt)
-        cholesky_solve(N, p, rhs)
+        _chol_solve(N, p, dz, rhs)
         for i in range(p):
             lam[a0 + i] = rhs[i]
     return ratio
@@ -1318,21 +1391,22 @@ def denoc_kernel(m, d, pb, q, v, tau, qdd, lam):
     for a in range(n):
         for c in range(n):
             Lg[a, c] = Ig[a, c]
-    gratio = cholesky_inplace(Lg, n)
+    dg = _f1(pb, _DG)
+    gratio = _chol(Lg, n, dg)
     if not gratio > PIVOT_TOL:
         info[_WHY] = WHY_GIM
         return SINGULAR
     # I θ̈ = -(C θ̇ + g - τ)
     for a in range(n):
         thdd[a] = -thdd[a]
-    cholesky_solve(Lg, n, thdd)
+    _chol_solve(Lg, n, dg, thdd)
     denoc_accelerations(pb, thdd, unliteral(False))
     for i in range(col.shape[0]):
         iv = col[i, _IV]
         if iv >= 0:
             qdd[iv] = arate[i]
     # λ from the transmitted wrenches at these accelerations
-    body_wrenches(m, pb)
+    update_wrenches(pb)
     transmitted_wrenches(pb, tau)
     lratio = fit_multipliers(pb, lam)
     if not lratio > PIVOT_TOL:
