@@ -123,19 +123,20 @@ _BADCOL, _WHY, _RES2, _B2, _CERR, _RESINF = range(6)
 
 # ------------------------------------------------------------------ the plan buffer
 # pb = [header (int64) | section offsets (int64) | int sections | float sections]
-# header: L, C, NS, n, platform body, the leg the platform hangs from (-1), r, 0
+# header: L, C, NS, n, platform body, the leg the platform hangs from (-1), r, and 1 if
+# every cut leg has at least as many tree columns as rows (``cut_multipliers``)
 _HEAD = 8
 _INT_SECTIONS = ("leg", "col", "bslot", "slotcol")
 _FLOAT_SECTIONS = (
     "cax", "s", "pt", "dinv", "rate", "arate", "tw", "ac", "b", "Phi", "Lc", "JT", "xi",
     "vec", "Ms", "ws", "R7", "l7", "P", "rm", "Ig", "Lg", "XJ", "X", "th", "thdd",
-    "ua", "info", "g", "T", "Wc", "bk", "zr", "jx", "jr", "dc", "dg", "dz", "ig", "a0",
+    "ua", "info", "g", "T", "Wc", "bk", "zr", "jx", "jr", "dc", "dg", "dz", "ig", "a0", "sw",
 )  # fmt: skip
 _SECTIONS = _INT_SECTIONS + _FLOAT_SECTIONS
 (
     _LEG, _COL, _BSLOT, _SLOTCOL, _CAX, _S, _PT, _DINV, _RATE, _ARATE, _TW, _AC, _B, _PHI, _LC,
     _JT, _XI, _VEC, _MS, _WS, _R7, _L7, _PP, _RM, _IG, _LG, _XJ, _XX, _TH, _THDD, _UA,
-    _INFO, _GG, _TT, _WC, _BK, _ZR, _JX, _JR, _DC, _DG, _DZ, _IGG, _A0S,
+    _INFO, _GG, _TT, _WC, _BK, _ZR, _JX, _JR, _DC, _DG, _DZ, _IGG, _A0S, _SW,
 ) = range(len(_SECTIONS))  # fmt: skip
 
 
@@ -147,13 +148,13 @@ def _float_shapes(L, C, NS, n, r):
         "l7": (L, 7), "P": (6, 6), "rm": (C, 7), "Ig": (n, n), "Lg": (n, n),
         "XJ": (n, 6), "X": (6, 6), "th": (n,), "thdd": (n,), "ua": (n,), "info": (6,),
         "g": (L, 6), "T": (L, 6), "Wc": (L, 6), "bk": (L,), "zr": (r, 6), "jx": (r,),
-        "jr": (r,), "dc": (6,), "dg": (n,), "dz": (6,), "ig": (L,), "a0": (NS + 1, 6),
+        "jr": (r,), "dc": (6,), "dg": (n,), "dz": (6,), "ig": (L,), "a0": (NS + 1, 6), "sw": (C,),
     }  # fmt: skip
 
 
 @njit(cache=True, inline="always")
 def _head(pb):
-    """The plan's header: L, C, NS, n, platform body, hanger leg, r."""
+    """The plan's header: L, C, NS, n, platform body, hanger leg, r, direct-λ flag."""
     return block_int(pb, 0, _HEAD)
 
 
@@ -1242,6 +1243,94 @@ def fit_multipliers(pb, lam):
 
 
 @njit(cache=True)
+def cut_multipliers(pb, tau, lam):
+    """λ of each closure's independent rows from the joint forces of its leg's tree
+    columns alone (the plans whose every cut leg has at least as many tree columns as
+    rows, ``_head(pb)[7]``: the Stewart platform, the planar mechanisms).
+
+    Every column of leg l satisfies s_iᵀ T_i = τ_i with T_i = T_g + W_{≥i} - W_{>g}
+    (module docstring: T_g the wrench through the cut joint, W the leg's body wrenches),
+    and T_g = σ Σ_r λ_r ζ_r, so each tree column gives one equation
+    σ s_iᵀ Z λ = τ_i - s_iᵀ (W_{≥i} - W_{>g}); λ is their least-squares solution
+    (Cholesky of AᵀA, exact when the leg's block of J has full column rank) — no
+    platform balance and no fit of T_g.  Returns the smallest pivot ratio (0.0: a
+    block is rank deficient at this configuration: use the general
+    ``transmitted_wrenches`` and ``fit_multipliers``).
+    """
+    leg, col, s, zr = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _ZR, 6)
+    ws, Wc, sw = _f2(pb, _WS, 6), _f2(pb, _WC, 6), _f1(pb, _SW)
+    N, rhs, dz, a = _f2(pb, _XX, 6), _f2(pb, _VEC, 6)[_T1], _f1(pb, _DZ), _f2(pb, _VEC, 6)[_T2]
+    ratio = 1.0
+    for l in range(leg.shape[0]):
+        a0, p = leg[l, _A0], leg[l, _P]
+        if p == 0:
+            continue
+        c0, c1, g1 = leg[l, _C0], leg[l, _C1], leg[l, _G1L]
+        sig = float(leg[l, _SIG])
+        w0 = w1 = w2 = w3 = w4 = w5 = 0.0
+        for i in range(c1 - 1, c0 - 1, -1):
+            sl = col[i, _SLOT]
+            if sl >= 0:
+                w0 += ws[sl, 0]
+                w1 += ws[sl, 1]
+                w2 += ws[sl, 2]
+                w3 += ws[sl, 3]
+                w4 += ws[sl, 4]
+                w5 += ws[sl, 5]
+            if i == g1:
+                Wc[l, 0], Wc[l, 1], Wc[l, 2] = w0, w1, w2
+                Wc[l, 3], Wc[l, 4], Wc[l, 5] = w3, w4, w5
+            sw[i] = (
+                s[i, 0] * w0 + s[i, 1] * w1 + s[i, 2] * w2 + s[i, 3] * w3 + s[i, 4] * w4
+                + s[i, 5] * w5
+            )  # fmt: skip
+        for r in range(p):
+            rhs[r] = 0.0
+            for c in range(r + 1):
+                N[r, c] = 0.0
+        for i in range(c0, c1):
+            iv = col[i, _IV]
+            if iv < 0:
+                continue
+            b = (
+                tau[iv] - sw[i] + s[i, 0] * Wc[l, 0] + s[i, 1] * Wc[l, 1] + s[i, 2] * Wc[l, 2]
+                + s[i, 3] * Wc[l, 3] + s[i, 4] * Wc[l, 4] + s[i, 5] * Wc[l, 5]
+            )  # fmt: skip
+            for r in range(p):
+                z = zr[a0 + r]
+                a[r] = sig * (
+                    s[i, 0] * z[0] + s[i, 1] * z[1] + s[i, 2] * z[2] + s[i, 3] * z[3]
+                    + s[i, 4] * z[4] + s[i, 5] * z[5]
+                )  # fmt: skip
+            for r in range(p):
+                rhs[r] += a[r] * b
+                for c in range(r + 1):
+                    N[r, c] += a[r] * a[c]
+        rt = _chol(N, p, dz)
+        if not rt > PIVOT_TOL:
+            return 0.0
+        ratio = min(ratio, rt)
+        _chol_solve(N, p, dz, rhs)
+        for r in range(p):
+            lam[a0 + r] = rhs[r]
+    return ratio
+
+
+@njit(cache=True)
+def multipliers(pb, tau, lam):
+    """λ from the body wrenches ``ws`` at the final accelerations and the joint forces
+    ``tau``: ``cut_multipliers`` where the plan allows it and the legs' blocks are
+    regular, else ``transmitted_wrenches`` and ``fit_multipliers``.  Returns the
+    smallest pivot ratio (0.0: the row wrenches are dependent)."""
+    if _head(pb)[7] == 1:
+        ratio = cut_multipliers(pb, tau, lam)
+        if ratio > PIVOT_TOL:
+            return ratio
+    transmitted_wrenches(pb, tau)
+    return fit_multipliers(pb, lam)
+
+
+@njit(cache=True)
 def loop_product(pb, x, out, jr):
     """out[a] = J_a x for every independent row a, and jr[a] = |J_a|∞, loop by loop.
 
@@ -1407,8 +1496,7 @@ def denoc_kernel(m, d, pb, q, v, tau, qdd, lam):
             qdd[iv] = arate[i]
     # λ from the transmitted wrenches at these accelerations
     update_wrenches(pb)
-    transmitted_wrenches(pb, tau)
-    lratio = fit_multipliers(pb, lam)
+    lratio = multipliers(pb, tau, lam)
     if not lratio > PIVOT_TOL:
         info[_WHY] = WHY_LAMBDA
         return SINGULAR
@@ -1444,8 +1532,7 @@ def denoc_inverse_kernel(m, d, pb, q, v, qdd, tau, lam):
     tau[:] = 0.0
     for a in range(n):
         tau[col[leg[a, _K], _IV]] = thdd[a]
-    transmitted_wrenches(pb, as_input(tau))
-    lratio = fit_multipliers(pb, lam)
+    lratio = multipliers(pb, as_input(tau), lam)
     if not lratio > PIVOT_TOL:
         info[_WHY] = WHY_LAMBDA
         return SINGULAR
@@ -1612,7 +1699,11 @@ class DenocPlan:
         offsets = start + np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.buf = np.zeros(int(offsets[-1]))
         head = self.buf[:start].view(np.int64)
-        head[:_HEAD] = (lay.L, lay.C, lay.NS, lay.n, lay.ps.platform_index, lay.hanger, r, 0)
+        # λ from the cut legs' tree columns (``cut_multipliers``) when each has as many
+        # tree columns as independent rows
+        ntree = [int(np.sum(lay.col[a:b, _IV] >= 0)) for a, b in legs[:, :2]]
+        direct = int(all(nt >= p for nt, p in zip(ntree, legs[:, _P], strict=True)))
+        head[:_HEAD] = (lay.L, lay.C, lay.NS, lay.n, lay.ps.platform_index, lay.hanger, r, direct)
         head[_HEAD:] = offsets
         self.views = {}
         for k, name in enumerate(_SECTIONS):
