@@ -241,6 +241,24 @@ def _chol_solve(L, n, di, b):
         b[i] = t * di[i]
 
 
+@njit(cache=True)
+def _chol_solve_rows(L, di, X, nrows):
+    """X[a] ← (L Lᵀ)⁻¹ X[a] for the rows a < ``nrows`` of X (·, 6), L 6×6 from ``_chol``:
+    the substitutions of all right-hand sides advance together (independent chains)."""
+    for i in range(6):
+        for a in range(nrows):
+            t = X[a, i]
+            for k in range(i):
+                t -= L[i, k] * X[a, k]
+            X[a, i] = t * di[i]
+    for i in range(5, -1, -1):
+        for a in range(nrows):
+            t = X[a, i]
+            for k in range(i + 1, 6):
+                t -= L[k, i] * X[a, k]
+            X[a, i] = t * di[i]
+
+
 # --------------------------------------------------------------------------- kinematics
 @njit(cache=True)
 def joint_twists(m, d, pb):
@@ -436,12 +454,12 @@ def platform_jacobian(pb):
     ratio = _chol(Lc, unliteral(6), dc)
     if not ratio > PIVOT_TOL:
         return 0.0
-    for l in range(L):
+    for l in range(n):
         if leg[l, _K] < 0 or leg[l, _CLOSED] == 1:
-            continue
+            continue  # a zero row of Jᵀ stays zero
         for r in range(6):
             JT[l, r] = G[l, r]
-        _chol_solve(Lc, unliteral(6), dc, JT[l])
+    _chol_solve_rows(Lc, dc, JT, n)
     return ratio
 
 
