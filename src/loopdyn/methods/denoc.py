@@ -259,6 +259,36 @@ def _chol_solve_rows(L, di, X, nrows):
             X[a, i] = t * di[i]
 
 
+@njit(cache=True, inline="always")
+def _sym_add(P, a, x0, x1, x2, x3, x4, x5):
+    """P + a x xᵀ for a symmetric 6×6 P held as the 21-tuple of its upper triangle (row
+    by row): kept in registers, where the same update on a section of the plan buffer
+    would reload and store every entry (the sections may alias)."""
+    return (
+        P[0] + a * x0 * x0,
+        P[1] + a * x0 * x1,
+        P[2] + a * x0 * x2,
+        P[3] + a * x0 * x3,
+        P[4] + a * x0 * x4,
+        P[5] + a * x0 * x5,
+        P[6] + a * x1 * x1,
+        P[7] + a * x1 * x2,
+        P[8] + a * x1 * x3,
+        P[9] + a * x1 * x4,
+        P[10] + a * x1 * x5,
+        P[11] + a * x2 * x2,
+        P[12] + a * x2 * x3,
+        P[13] + a * x2 * x4,
+        P[14] + a * x2 * x5,
+        P[15] + a * x3 * x3,
+        P[16] + a * x3 * x4,
+        P[17] + a * x3 * x5,
+        P[18] + a * x4 * x4,
+        P[19] + a * x4 * x5,
+        P[20] + a * x5 * x5,
+    )
+
+
 # --------------------------------------------------------------------------- kinematics
 @njit(cache=True)
 def joint_twists(m, d, pb):
@@ -400,9 +430,7 @@ def platform_jacobian(pb):
     for a in range(n):
         for r in range(6):
             JT[a, r] = 0.0
-    for r in range(6):
-        for c in range(r, 6):
-            Phi[r, c] = 0.0
+    U = (0.0,) * 21  # Φ's upper triangle, row by row
     npl = 0
     for l in range(L):
         ig[l] = 0.0
@@ -428,24 +456,26 @@ def platform_jacobian(pb):
                 if gg > DELTA_TOL * ss:
                     rank1 = True
                     ig[l] = 1.0 / gg
-                    for r in range(6):
-                        a = x[r] * ig[l]
-                        for c in range(r, 6):
-                            Phi[r, c] += a * x[c]
+                    U = _sym_add(U, ig[l], x[0], x[1], x[2], x[3], x[4], x[5])
         if not rank1:
             # Φ_2 = 1 - Σ_i p̃_i p̃_iᵀ/δ_i (13a)
-            for r in range(6):
-                Phi[r, r] += 1.0
+            U = (
+                U[0] + 1.0, U[1], U[2], U[3], U[4], U[5], U[6] + 1.0, U[7], U[8], U[9], U[10],
+                U[11] + 1.0, U[12], U[13], U[14], U[15] + 1.0, U[16], U[17], U[18] + 1.0,
+                U[19], U[20] + 1.0,
+            )  # fmt: skip
             for i in range(c0, c1):
                 if i == k:
                     continue
-                for r in range(6):
-                    a = pt[i, r] * dinv[i]
-                    for c in range(r, 6):
-                        Phi[r, c] -= a * pt[i, c]
+                U = _sym_add(
+                    U, -dinv[i], pt[i, 0], pt[i, 1], pt[i, 2], pt[i, 3], pt[i, 4], pt[i, 5]
+                )
+    e = 0
     for r in range(6):
-        for c in range(r):
-            Phi[r, c] = Phi[c, r]
+        for c in range(r, 6):
+            Phi[r, c] = U[e]
+            Phi[c, r] = U[e]
+            e += 1
     if npl == 0:
         return 1.0
     for r in range(6):
