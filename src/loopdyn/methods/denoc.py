@@ -289,6 +289,47 @@ def _sym_add(P, a, x0, x1, x2, x3, x4, x5):
     )
 
 
+@njit(cache=True, inline="always")
+def _sym_store(A, P):
+    """A (6×6) ← the symmetric matrix of the 21-tuple P (``_sym_add``), static indices."""
+    A[0, 0] = P[0]
+    A[0, 1] = P[1]
+    A[1, 0] = P[1]
+    A[0, 2] = P[2]
+    A[2, 0] = P[2]
+    A[0, 3] = P[3]
+    A[3, 0] = P[3]
+    A[0, 4] = P[4]
+    A[4, 0] = P[4]
+    A[0, 5] = P[5]
+    A[5, 0] = P[5]
+    A[1, 1] = P[6]
+    A[1, 2] = P[7]
+    A[2, 1] = P[7]
+    A[1, 3] = P[8]
+    A[3, 1] = P[8]
+    A[1, 4] = P[9]
+    A[4, 1] = P[9]
+    A[1, 5] = P[10]
+    A[5, 1] = P[10]
+    A[2, 2] = P[11]
+    A[2, 3] = P[12]
+    A[3, 2] = P[12]
+    A[2, 4] = P[13]
+    A[4, 2] = P[13]
+    A[2, 5] = P[14]
+    A[5, 2] = P[14]
+    A[3, 3] = P[15]
+    A[3, 4] = P[16]
+    A[4, 3] = P[16]
+    A[3, 5] = P[17]
+    A[5, 3] = P[17]
+    A[4, 4] = P[18]
+    A[4, 5] = P[19]
+    A[5, 4] = P[19]
+    A[5, 5] = P[20]
+
+
 # --------------------------------------------------------------------------- kinematics
 @njit(cache=True)
 def joint_twists(m, d, pb):
@@ -353,15 +394,20 @@ def apply_phi(c0, c1, k, i0, pt, dinv, x):
     """x ← Φ_{i0} x, Φ_{i0} the projector of eq. (11d)/(12d) removing the unactuated twists of
     columns i0 … c1-1: the product Π_j (1 - p̃_j p̃_jᵀ/δ_j) of the leg's orthogonal p̃_j
     (j = c1-1 … i0, j ≠ k), applied factor by factor (modified Gram–Schmidt)."""
+    # x in registers during the product (x may be a row of pt's own buffer)
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
     for j in range(c1 - 1, i0 - 1, -1):
         if j == k:
             continue
-        c = (
-            pt[j, 0] * x[0] + pt[j, 1] * x[1] + pt[j, 2] * x[2] + pt[j, 3] * x[3]
-            + pt[j, 4] * x[4] + pt[j, 5] * x[5]
-        ) * dinv[j]  # fmt: skip
-        for r in range(6):
-            x[r] -= c * pt[j, r]
+        p0, p1, p2, p3, p4, p5 = pt[j, 0], pt[j, 1], pt[j, 2], pt[j, 3], pt[j, 4], pt[j, 5]
+        c = (p0 * x0 + p1 * x1 + p2 * x2 + p3 * x3 + p4 * x4 + p5 * x5) * dinv[j]
+        x0 -= c * p0
+        x1 -= c * p1
+        x2 -= c * p2
+        x3 -= c * p3
+        x4 -= c * p4
+        x5 -= c * p5
+    x[0], x[1], x[2], x[3], x[4], x[5] = x0, x1, x2, x3, x4, x5
 
 
 @njit(cache=True)
@@ -470,12 +516,7 @@ def platform_jacobian(pb):
                 U = _sym_add(
                     U, -dinv[i], pt[i, 0], pt[i, 1], pt[i, 2], pt[i, 3], pt[i, 4], pt[i, 5]
                 )
-    e = 0
-    for r in range(6):
-        for c in range(r, 6):
-            Phi[r, c] = U[e]
-            Phi[c, r] = U[e]
-            e += 1
+    _sym_store(Phi, U)
     if npl == 0:
         return 1.0
     for r in range(6):
