@@ -481,3 +481,31 @@ def test_bad_input():
     np.testing.assert_array_equal(_fd(model, q, v, tau).qdd, ref.qdd)
     # a workspace of its own
     np.testing.assert_array_equal(_fd(model, q, v, tau, data=model.create_data()).qdd, ref.qdd)
+
+
+@pytest.mark.parametrize("name", ["four_bar", "five_bar", "three_rrr", "stewart"])
+def test_cut_leg_multipliers_equal_the_transmitted_wrench_fit(name):
+    """λ from the cut legs' tree columns (``cut_multipliers``, the plans that allow it)
+    equals the general path (transmitted wrenches, platform balance, fit) on the same
+    state, and both equal the augmented oracle; the Delta takes the general path."""
+    model = _model(name)
+    for q, v, tau in _states(model, 5, 7):
+        fast = ld.forward_dynamics(model, q, v, tau, method="denoc")
+        assert fast.method == "denoc"
+        plan = denoc.plan_for(model, model._data)
+        head = plan.buf[:8].view(np.int64)
+        assert head[7] == 1
+        head[7] = 0  # force the general path
+        try:
+            slow = ld.forward_dynamics(model, q, v, tau, method="denoc")
+        finally:
+            head[7] = 1
+        assert slow.method == "denoc"
+        exact = ld.forward_dynamics(model, q, v, tau, method="augmented")
+        scale = max(1.0, np.abs(exact.lam).max())
+        assert np.abs(fast.lam - slow.lam).max() <= 1e-10 * scale
+        assert np.abs(fast.lam - exact.lam).max() <= 1e-10 * scale
+        np.testing.assert_array_equal(fast.qdd, slow.qdd)
+    delta = _model("delta")
+    ld.forward_dynamics(delta, delta.q0, np.zeros(delta.nv), method="denoc")
+    assert denoc.plan_for(delta, delta._data).buf[:8].view(np.int64)[7] == 0

@@ -62,7 +62,6 @@ from numba import njit, types
 
 from loopdyn.errors import ModelError, SingularityError
 from loopdyn.kernels.checks import all_finite
-from loopdyn.kernels.linalg import cholesky_inplace, cholesky_solve
 from loopdyn.kernels.numba_internals import (
     BUF,
     IN,
@@ -124,19 +123,20 @@ _BADCOL, _WHY, _RES2, _B2, _CERR, _RESINF = range(6)
 
 # ------------------------------------------------------------------ the plan buffer
 # pb = [header (int64) | section offsets (int64) | int sections | float sections]
-# header: L, C, NS, n, platform body, the leg the platform hangs from (-1), r, 0
+# header: L, C, NS, n, platform body, the leg the platform hangs from (-1), r, and 1 if
+# every cut leg has at least as many tree columns as rows (``cut_multipliers``)
 _HEAD = 8
 _INT_SECTIONS = ("leg", "col", "bslot", "slotcol")
 _FLOAT_SECTIONS = (
     "cax", "s", "pt", "dinv", "rate", "arate", "tw", "ac", "b", "Phi", "Lc", "JT", "xi",
-    "vec", "Ms", "ws", "R7", "l7", "P", "Q", "rv", "Ig", "Lg", "XJ", "X", "th", "thdd",
-    "ua", "info", "g", "T", "Wc", "bk", "zr", "jx", "jr",
+    "vec", "Ms", "ws", "R7", "l7", "P", "rm", "Ig", "Lg", "XJ", "X", "th", "thdd",
+    "ua", "info", "g", "T", "Wc", "bk", "zr", "jx", "jr", "dc", "dg", "dz", "ig", "a0", "sw",
 )  # fmt: skip
 _SECTIONS = _INT_SECTIONS + _FLOAT_SECTIONS
 (
     _LEG, _COL, _BSLOT, _SLOTCOL, _CAX, _S, _PT, _DINV, _RATE, _ARATE, _TW, _AC, _B, _PHI, _LC,
-    _JT, _XI, _VEC, _MS, _WS, _R7, _L7, _PP, _QQ, _RV, _IG, _LG, _XJ, _XX, _TH, _THDD, _UA,
-    _INFO, _GG, _TT, _WC, _BK, _ZR, _JX, _JR,
+    _JT, _XI, _VEC, _MS, _WS, _R7, _L7, _PP, _RM, _IG, _LG, _XJ, _XX, _TH, _THDD, _UA,
+    _INFO, _GG, _TT, _WC, _BK, _ZR, _JX, _JR, _DC, _DG, _DZ, _IGG, _A0S, _SW,
 ) = range(len(_SECTIONS))  # fmt: skip
 
 
@@ -145,16 +145,16 @@ def _float_shapes(L, C, NS, n, r):
         "cax": (C, 3), "s": (C, 6), "pt": (C, 6), "dinv": (C,), "rate": (C,), "arate": (C,),
         "tw": (C, 6), "ac": (C, 6), "b": (C, 6), "Phi": (6, 6), "Lc": (6, 6), "JT": (n, 6),
         "xi": (L, 6), "vec": (8, 6), "Ms": (NS + 1, 6, 6), "ws": (NS + 1, 6), "R7": (L, 7, 7),
-        "l7": (L, 7), "P": (6, 6), "Q": (6, 7), "rv": (3, 7), "Ig": (n, n), "Lg": (n, n),
+        "l7": (L, 7), "P": (6, 6), "rm": (C, 7), "Ig": (n, n), "Lg": (n, n),
         "XJ": (n, 6), "X": (6, 6), "th": (n,), "thdd": (n,), "ua": (n,), "info": (6,),
         "g": (L, 6), "T": (L, 6), "Wc": (L, 6), "bk": (L,), "zr": (r, 6), "jx": (r,),
-        "jr": (r,),
+        "jr": (r,), "dc": (6,), "dg": (n,), "dz": (6,), "ig": (L,), "a0": (NS + 1, 6), "sw": (C,),
     }  # fmt: skip
 
 
 @njit(cache=True, inline="always")
 def _head(pb):
-    """The plan's header: L, C, NS, n, platform body, hanger leg, r."""
+    """The plan's header: L, C, NS, n, platform body, hanger leg, r, direct-λ flag."""
     return block_int(pb, 0, _HEAD)
 
 
@@ -192,6 +192,142 @@ def _f2(pb, s, w):
 def _f3(pb, s, a, w):
     o0, o1 = _bounds(pb, s)
     return block(pb, o0, ((o1 - o0) // (a * w), a, w))
+
+
+# ------------------------------------------------------------------ small solves
+@njit(cache=True)
+def _chol(A, n, di):
+    """A = L Lᵀ in place (L in the lower triangle) for the small SPD systems of DeNOC
+    (Φ, the GIM, the multiplier fits; n ≤ 6 for the catalog), with di[j] = 1/L_jj so
+    that ``_chol_solve`` multiplies: in these tiny solves the chain of divisions, not
+    the arithmetic, sets the time.  Returns min/max pivot² (0.0: not positive definite;
+    1.0 for n = 0), as ``kernels.linalg.cholesky_inplace``."""
+    dmin = 1e300
+    dmax = 0.0
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not s > 0.0:
+            return 0.0
+        dmin = min(dmin, s)
+        dmax = max(dmax, s)
+        d = s**0.5
+        A[j, j] = d
+        inv = 1.0 / d
+        di[j] = inv
+        for i in range(j + 1, n):
+            t = A[i, j]
+            for k in range(j):
+                t -= A[i, k] * A[j, k]
+            A[i, j] = t * inv
+    if n == 0:
+        return 1.0
+    return dmin / dmax if dmax > 0.0 else 0.0
+
+
+@njit(cache=True)
+def _chol_solve(L, n, di, b):
+    """b ← (L Lᵀ)⁻¹ b with the factor and inverse pivots of ``_chol``."""
+    for i in range(n):
+        t = b[i]
+        for k in range(i):
+            t -= L[i, k] * b[k]
+        b[i] = t * di[i]
+    for i in range(n - 1, -1, -1):
+        t = b[i]
+        for k in range(i + 1, n):
+            t -= L[k, i] * b[k]
+        b[i] = t * di[i]
+
+
+@njit(cache=True)
+def _chol_solve_rows(L, di, X, nrows):
+    """X[a] ← (L Lᵀ)⁻¹ X[a] for the rows a < ``nrows`` of X (·, 6), L 6×6 from ``_chol``:
+    the substitutions of all right-hand sides advance together (independent chains)."""
+    for i in range(6):
+        for a in range(nrows):
+            t = X[a, i]
+            for k in range(i):
+                t -= L[i, k] * X[a, k]
+            X[a, i] = t * di[i]
+    for i in range(5, -1, -1):
+        for a in range(nrows):
+            t = X[a, i]
+            for k in range(i + 1, 6):
+                t -= L[k, i] * X[a, k]
+            X[a, i] = t * di[i]
+
+
+@njit(cache=True, inline="always")
+def _sym_add(P, a, x0, x1, x2, x3, x4, x5):
+    """P + a x xᵀ for a symmetric 6×6 P held as the 21-tuple of its upper triangle (row
+    by row): kept in registers, where the same update on a section of the plan buffer
+    would reload and store every entry (the sections may alias)."""
+    return (
+        P[0] + a * x0 * x0,
+        P[1] + a * x0 * x1,
+        P[2] + a * x0 * x2,
+        P[3] + a * x0 * x3,
+        P[4] + a * x0 * x4,
+        P[5] + a * x0 * x5,
+        P[6] + a * x1 * x1,
+        P[7] + a * x1 * x2,
+        P[8] + a * x1 * x3,
+        P[9] + a * x1 * x4,
+        P[10] + a * x1 * x5,
+        P[11] + a * x2 * x2,
+        P[12] + a * x2 * x3,
+        P[13] + a * x2 * x4,
+        P[14] + a * x2 * x5,
+        P[15] + a * x3 * x3,
+        P[16] + a * x3 * x4,
+        P[17] + a * x3 * x5,
+        P[18] + a * x4 * x4,
+        P[19] + a * x4 * x5,
+        P[20] + a * x5 * x5,
+    )
+
+
+@njit(cache=True, inline="always")
+def _sym_store(A, P):
+    """A (6×6) ← the symmetric matrix of the 21-tuple P (``_sym_add``), static indices."""
+    A[0, 0] = P[0]
+    A[0, 1] = P[1]
+    A[1, 0] = P[1]
+    A[0, 2] = P[2]
+    A[2, 0] = P[2]
+    A[0, 3] = P[3]
+    A[3, 0] = P[3]
+    A[0, 4] = P[4]
+    A[4, 0] = P[4]
+    A[0, 5] = P[5]
+    A[5, 0] = P[5]
+    A[1, 1] = P[6]
+    A[1, 2] = P[7]
+    A[2, 1] = P[7]
+    A[1, 3] = P[8]
+    A[3, 1] = P[8]
+    A[1, 4] = P[9]
+    A[4, 1] = P[9]
+    A[1, 5] = P[10]
+    A[5, 1] = P[10]
+    A[2, 2] = P[11]
+    A[2, 3] = P[12]
+    A[3, 2] = P[12]
+    A[2, 4] = P[13]
+    A[4, 2] = P[13]
+    A[2, 5] = P[14]
+    A[5, 2] = P[14]
+    A[3, 3] = P[15]
+    A[3, 4] = P[16]
+    A[4, 3] = P[16]
+    A[3, 5] = P[17]
+    A[5, 3] = P[17]
+    A[4, 4] = P[18]
+    A[4, 5] = P[19]
+    A[5, 4] = P[19]
+    A[5, 5] = P[20]
 
 
 # --------------------------------------------------------------------------- kinematics
@@ -258,15 +394,20 @@ def apply_phi(c0, c1, k, i0, pt, dinv, x):
     """x ← Φ_{i0} x, Φ_{i0} the projector of eq. (11d)/(12d) removing the unactuated twists of
     columns i0 … c1-1: the product Π_j (1 - p̃_j p̃_jᵀ/δ_j) of the leg's orthogonal p̃_j
     (j = c1-1 … i0, j ≠ k), applied factor by factor (modified Gram–Schmidt)."""
+    # x in registers during the product (x may be a row of pt's own buffer)
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
     for j in range(c1 - 1, i0 - 1, -1):
         if j == k:
             continue
-        c = (
-            pt[j, 0] * x[0] + pt[j, 1] * x[1] + pt[j, 2] * x[2] + pt[j, 3] * x[3]
-            + pt[j, 4] * x[4] + pt[j, 5] * x[5]
-        ) * dinv[j]  # fmt: skip
-        for r in range(6):
-            x[r] -= c * pt[j, r]
+        p0, p1, p2, p3, p4, p5 = pt[j, 0], pt[j, 1], pt[j, 2], pt[j, 3], pt[j, 4], pt[j, 5]
+        c = (p0 * x0 + p1 * x1 + p2 * x2 + p3 * x3 + p4 * x4 + p5 * x5) * dinv[j]
+        x0 -= c * p0
+        x1 -= c * p1
+        x2 -= c * p2
+        x3 -= c * p3
+        x4 -= c * p4
+        x5 -= c * p5
+    x[0], x[1], x[2], x[3], x[4], x[5] = x0, x1, x2, x3, x4, x5
 
 
 @njit(cache=True)
@@ -320,57 +461,76 @@ def platform_jacobian(pb):
     ``JT`` (n, 6) holds Jᵀ: row a is J's column of actuated leg a; ``g`` (L, 6) keeps
     each leg's Φ_2 s_k (for the multipliers).
 
-    Φ_2⁽ˡ⁾ = 1 - Σ_i p̃_i p̃_iᵀ/δ_i over the leg's unactuated joints.  Legs closing on
+    Φ_2⁽ˡ⁾ = 1 - Σ_i p̃_i p̃_iᵀ/δ_i over the leg's unactuated joints (13a); for a leg
+    of five unactuated joints and an actuated one (rank-one Φ_2) Φ_2 = g gᵀ/gᵀg with
+    g = Φ_2 s_k, one outer product instead of five.  Legs closing on
     the ground (``leg[l, _CLOSED]``) have t_e = 0 and no part in Φ; their columns of J
     are zero, as are those of the legs without actuator.  Returns the Cholesky pivot
     ratio of Φ (1.0 when no leg reaches a platform; 0.0: singular).
     """
     leg, s, pt, dinv = _i2(pb, _LEG, 10), _f2(pb, _S, 6), _f2(pb, _PT, 6), _f1(pb, _DINV)
     Phi, Lc, JT, G = _f2(pb, _PHI, 6), _f2(pb, _LC, 6), _f2(pb, _JT, 6), _f2(pb, _GG, 6)
+    dc, ig = _f1(pb, _DC), _f1(pb, _IGG)
     L = leg.shape[0]
     n = JT.shape[0]
-    npl = 0
-    for l in range(L):
-        if leg[l, _CLOSED] == 0:
-            npl += 1
     for a in range(n):
         for r in range(6):
             JT[a, r] = 0.0
-    for r in range(6):
-        for c in range(6):
-            Phi[r, c] = float(npl) if r == c else 0.0
-    if npl == 0:
-        return 1.0
+    U = (0.0,) * 21  # Φ's upper triangle, row by row
+    npl = 0
     for l in range(L):
+        ig[l] = 0.0
         if leg[l, _CLOSED] == 1:
             continue
+        npl += 1
         c0, c1, k = leg[l, _C0], leg[l, _C1], leg[l, _K]
-        for i in range(c0, c1):
-            if i == k:
-                continue
+        rank1 = False
+        if k >= 0:
+            # g = Φ_2 s_k (the numerator of 14b)
+            x = G[l]
+            ss = 0.0
             for r in range(6):
-                a = pt[i, r] * dinv[i]
-                for c in range(r, 6):
-                    Phi[r, c] -= a * pt[i, c]
+                x[r] = s[k, r]
+                ss += x[r] * x[r]
+            apply_phi(c0, c1, k, c0, pt, dinv, x)
+            if c1 - c0 == 6:
+                # five unactuated joints: Φ_2 projects onto a line, Φ_2 = g gᵀ/gᵀg
+                # (the leg's reciprocal wrench, e.g. the force along a Stewart leg)
+                gg = 0.0
+                for r in range(6):
+                    gg += x[r] * x[r]
+                if gg > DELTA_TOL * ss:
+                    rank1 = True
+                    ig[l] = 1.0 / gg
+                    U = _sym_add(U, ig[l], x[0], x[1], x[2], x[3], x[4], x[5])
+        if not rank1:
+            # Φ_2 = 1 - Σ_i p̃_i p̃_iᵀ/δ_i (13a)
+            U = (
+                U[0] + 1.0, U[1], U[2], U[3], U[4], U[5], U[6] + 1.0, U[7], U[8], U[9], U[10],
+                U[11] + 1.0, U[12], U[13], U[14], U[15] + 1.0, U[16], U[17], U[18] + 1.0,
+                U[19], U[20] + 1.0,
+            )  # fmt: skip
+            for i in range(c0, c1):
+                if i == k:
+                    continue
+                U = _sym_add(
+                    U, -dinv[i], pt[i, 0], pt[i, 1], pt[i, 2], pt[i, 3], pt[i, 4], pt[i, 5]
+                )
+    _sym_store(Phi, U)
+    if npl == 0:
+        return 1.0
     for r in range(6):
-        for c in range(r):
-            Phi[r, c] = Phi[c, r]
         for c in range(6):
             Lc[r, c] = Phi[r, c]
-    ratio = cholesky_inplace(Lc, unliteral(6))
+    ratio = _chol(Lc, unliteral(6), dc)
     if not ratio > PIVOT_TOL:
         return 0.0
-    for l in range(L):
-        k = leg[l, _K]
-        if k < 0 or leg[l, _CLOSED] == 1:
-            continue
-        x = G[l]
+    for l in range(n):
+        if leg[l, _K] < 0 or leg[l, _CLOSED] == 1:
+            continue  # a zero row of Jᵀ stays zero
         for r in range(6):
-            x[r] = s[k, r]
-        apply_phi(leg[l, _C0], leg[l, _C1], k, leg[l, _C0], pt, dinv, x)
-        for r in range(6):
-            JT[l, r] = x[r]
-        cholesky_solve(Lc, unliteral(6), JT[l])
+            JT[l, r] = G[l, r]
+    _chol_solve_rows(Lc, dc, JT, n)
     return ratio
 
 
@@ -382,12 +542,14 @@ def leg_rates(pb, th, acc):
     of leg l is t_e (``acc`` False) or ṫ_e - ξ⁽ˡ⁾ (``acc`` True), with t_e = 0 for a
     leg closing on the ground.  For i ≠ k: θ_i = p̃_iᵀ (target - Σ_{j<i} s_j θ_j -
     [i < k] s_k θ_k) / δ_i, the paper's (11b) for i > k and (12b), with
-    t'_e = t_e - s_k θ̇_k (12a), for i < k.  Out (``acc`` False): ``rate`` (C) and
+    t'_e = t_e - s_k θ̇_k (12a), for i < k, evaluated as θ_i = r_iᵀ (target, θ_k) with
+    the maps of ``rate_maps`` (no chain through the earlier rates).  Out (``acc``
+    False): ``rate`` (C) and
     ``tw`` (C, 6), the twist Σ_{j<=i} s_j θ̇_j of the body after column i; (``acc``
     True): ``arate`` and ``ac``, its spatial acceleration Σ_{j<=i} (s_j θ̈_j + b_j),
     ``b`` (C, 6) the columns' ṡ_j θ̇_j.
     """
-    leg, s, pt, dinv = _i2(pb, _LEG, 10), _f2(pb, _S, 6), _f2(pb, _PT, 6), _f1(pb, _DINV)
+    leg, s, rm = _i2(pb, _LEG, 10), _f2(pb, _S, 6), _f2(pb, _RM, 7)
     b, xi, vec = _f2(pb, _B, 6), _f2(pb, _XI, 6), _f2(pb, _VEC, 6)
     if acc:
         rate, cum, te = _f1(pb, _ARATE), _f2(pb, _AC, 6), vec[_AE]
@@ -395,7 +557,7 @@ def leg_rates(pb, th, acc):
         rate, cum, te = _f1(pb, _RATE), _f2(pb, _TW, 6), vec[_TE]
     n = th.shape[0]
     for l in range(leg.shape[0]):
-        c0, c1, k = leg[l, _C0], leg[l, _C1], leg[l, _K]
+        c0, c1 = leg[l, _C0], leg[l, _C1]
         th_k = th[l] if l < n else 0.0
         if leg[l, _CLOSED] == 1:
             e0 = e1 = e2 = e3 = e4 = e5 = 0.0
@@ -410,25 +572,12 @@ def leg_rates(pb, th, acc):
             e5 -= xi[l, 5]
         a0 = a1 = a2 = a3 = a4 = a5 = 0.0  # Σ s_j θ_j
         g0 = g1 = g2 = g3 = g4 = g5 = 0.0  # Σ b_j (accelerations)
-        y0, y1, y2, y3, y4, y5 = e0, e1, e2, e3, e4, e5
-        if k >= 0:
-            # t'_e of (12a), the target below the actuated joint
-            y0 -= s[k, 0] * th_k
-            y1 -= s[k, 1] * th_k
-            y2 -= s[k, 2] * th_k
-            y3 -= s[k, 3] * th_k
-            y4 -= s[k, 4] * th_k
-            y5 -= s[k, 5] * th_k
         for i in range(c0, c1):
-            if i == k:
-                r = th_k
-                # above k the target is t_e again: its s_k θ_k is now part of Σ s_j θ_j
-                y0, y1, y2, y3, y4, y5 = e0, e1, e2, e3, e4, e5
-            else:
-                r = (
-                    pt[i, 0] * (y0 - a0) + pt[i, 1] * (y1 - a1) + pt[i, 2] * (y2 - a2)
-                    + pt[i, 3] * (y3 - a3) + pt[i, 4] * (y4 - a4) + pt[i, 5] * (y5 - a5)
-                ) * dinv[i]  # fmt: skip
+            # θ_i = r_iᵀ (target, θ_k) (``rate_maps``)
+            r = (
+                rm[i, 0] * e0 + rm[i, 1] * e1 + rm[i, 2] * e2 + rm[i, 3] * e3 + rm[i, 4] * e4
+                + rm[i, 5] * e5 + rm[i, 6] * th_k
+            )  # fmt: skip
             rate[i] = r
             a0 += s[i, 0] * r
             a1 += s[i, 1] * r
@@ -525,6 +674,7 @@ def denoc_rates(m, d, pb, v):
     if not ratio > 0.0:
         info[_WHY] = WHY_PHI
         return 0.0
+    rate_maps(pb)
     # θ̇ and t_e = J θ̇ (14b)
     n = th.shape[0]
     for a in range(n):
@@ -552,6 +702,7 @@ def denoc_accelerations(pb, thdd, first):
     """
     leg, pt, dinv = _i2(pb, _LEG, 10), _f2(pb, _PT, 6), _f1(pb, _DINV)
     vec, xi, JT, Lc = _f2(pb, _VEC, 6), _f2(pb, _XI, 6), _f2(pb, _JT, 6), _f2(pb, _LC, 6)
+    G, ig = _f2(pb, _GG, 6), _f1(pb, _IGG)
     n = thdd.shape[0]
     ae = vec[_AE]
     y = vec[_Y]
@@ -562,13 +713,22 @@ def denoc_accelerations(pb, thdd, first):
         for l in range(leg.shape[0]):
             if leg[l, _CLOSED] == 0:
                 any_platform = True
+                if ig[l] > 0.0:
+                    # rank-one Φ_2 = g gᵀ/gᵀg (``platform_jacobian``)
+                    c = (
+                        G[l, 0] * xi[l, 0] + G[l, 1] * xi[l, 1] + G[l, 2] * xi[l, 2]
+                        + G[l, 3] * xi[l, 3] + G[l, 4] * xi[l, 4] + G[l, 5] * xi[l, 5]
+                    ) * ig[l]  # fmt: skip
+                    for r in range(6):
+                        y[r] += c * G[l, r]
+                    continue
                 for r in range(6):
                     z[r] = xi[l, r]
                 apply_phi(leg[l, _C0], leg[l, _C1], leg[l, _K], leg[l, _C0], pt, dinv, z)
                 for r in range(6):
                     y[r] += z[r]
         if any_platform:
-            cholesky_solve(Lc, unliteral(6), y)
+            _chol_solve(Lc, unliteral(6), _f1(pb, _DC), y)
     for r in range(6):
         x = y[r]
         for a in range(n):
@@ -638,54 +798,123 @@ def body_wrenches(m, pb):
 
     ``slotcol`` (NS): the column after which each leg body sits, whose ``tw`` and ``ac``
     are the body's twist and acceleration; the platform (last slot) has t_e, ṫ_e.
+    The accelerations used are kept in ``a0`` (NS + 1, 6) for ``update_wrenches``.
     """
     slotcol, Ms, ws = _i1(pb, _SLOTCOL), _f3(pb, _MS, 6, 6), _f2(pb, _WS, 6)
-    tw, ac, vec = _f2(pb, _TW, 6), _f2(pb, _AC, 6), _f2(pb, _VEC, 6)
+    tw, ac, vec, a0 = _f2(pb, _TW, 6), _f2(pb, _AC, 6), _f2(pb, _VEC, 6), _f2(pb, _A0S, 6)
     gravity = m.gravity
     NS = slotcol.shape[0]
     for sl in range(NS):
         c = slotcol[sl]
         _wrench(Ms[sl], tw[c], ac[c], gravity, ws[sl])
+        for r in range(6):
+            a0[sl, r] = ac[c, r]
     _wrench(Ms[NS], vec[_TE], vec[_AE], gravity, ws[NS])
+    for r in range(6):
+        a0[NS, r] = vec[_AE, r]
+
+
+@njit(cache=True)
+def update_wrenches(pb):
+    """w_i += M_i (ṫ_i - ṫ_i⁰): the wrenches (18a) at new accelerations of the same
+    twists, ṫ_i⁰ the accelerations of the last ``body_wrenches`` (the velocity term
+    t_i ×* M_i t_i does not change)."""
+    slotcol, Ms, ws = _i1(pb, _SLOTCOL), _f3(pb, _MS, 6, 6), _f2(pb, _WS, 6)
+    ac, vec, a0 = _f2(pb, _AC, 6), _f2(pb, _VEC, 6), _f2(pb, _A0S, 6)
+    NS = slotcol.shape[0]
+    for sl in range(NS + 1):
+        a = vec[_AE] if sl == NS else ac[slotcol[sl]]
+        d0, d1, d2 = a[0] - a0[sl, 0], a[1] - a0[sl, 1], a[2] - a0[sl, 2]
+        d3, d4, d5 = a[3] - a0[sl, 3], a[4] - a0[sl, 4], a[5] - a0[sl, 5]
+        M = Ms[sl]
+        for r in range(6):
+            ws[sl, r] += (
+                M[r, 0] * d0 + M[r, 1] * d1 + M[r, 2] * d2 + M[r, 3] * d3 + M[r, 4] * d4
+                + M[r, 5] * d5
+            )  # fmt: skip
+
+
+@njit(cache=True)
+def rate_maps(pb):
+    """r_i (7) of every column: the joint rate as a linear map of the leg's y = (t_e, θ̇_k),
+    θ̇_i = r_iᵀ y, eqs. (11b)/(12b) (the same map takes (ṫ_e - ξ, θ̈_k) to θ̈_i).
+
+    From the base end of each leg: r_k = e_7 at the actuated column and, for the others,
+    r_i = ρ_i - Σ_{j<i} (p̃_iᵀ s_j / δ_i) r_j with ρ_i = (p̃_i, -[i < k] p̃_iᵀ s_k) / δ_i
+    (the rows of the paper's N_c N_d restricted to one leg, 15a–15e).  Out: ``rm`` (C, 7).
+    Cost O(m²) per leg of m ≤ 7 columns.
+    """
+    leg, s, pt, dinv, rm = (
+        _i2(pb, _LEG, 10), _f2(pb, _S, 6), _f2(pb, _PT, 6), _f1(pb, _DINV), _f2(pb, _RM, 7)
+    )  # fmt: skip
+    for l in range(leg.shape[0]):
+        c0, c1, k = leg[l, _C0], leg[l, _C1], leg[l, _K]
+        for i in range(c0, c1):
+            if i == k:
+                for r in range(6):
+                    rm[i, r] = 0.0
+                rm[i, 6] = 1.0
+                continue
+            inv = dinv[i]
+            p0, p1, p2, p3, p4, p5 = pt[i, 0], pt[i, 1], pt[i, 2], pt[i, 3], pt[i, 4], pt[i, 5]
+            x0, x1, x2, x3, x4, x5 = p0 * inv, p1 * inv, p2 * inv, p3 * inv, p4 * inv, p5 * inv
+            x6 = 0.0
+            if i < k:
+                x6 = -(
+                    p0 * s[k, 0] + p1 * s[k, 1] + p2 * s[k, 2] + p3 * s[k, 3] + p4 * s[k, 4]
+                    + p5 * s[k, 5]
+                ) * inv  # fmt: skip
+            for j in range(c0, i):
+                c = (
+                    p0 * s[j, 0] + p1 * s[j, 1] + p2 * s[j, 2] + p3 * s[j, 3] + p4 * s[j, 4]
+                    + p5 * s[j, 5]
+                ) * inv  # fmt: skip
+                x0 -= c * rm[j, 0]
+                x1 -= c * rm[j, 1]
+                x2 -= c * rm[j, 2]
+                x3 -= c * rm[j, 3]
+                x4 -= c * rm[j, 4]
+                x5 -= c * rm[j, 5]
+                x6 -= c * rm[j, 6]
+            rm[i, 0], rm[i, 1], rm[i, 2], rm[i, 3] = x0, x1, x2, x3
+            rm[i, 4], rm[i, 5], rm[i, 6] = x4, x5, x6
 
 
 @njit(cache=True)
 def backward_pass(pb, tau, want_gim):
     """IDA-1/2 (eqs. 20–23) and, if ``want_gim``, FDA-1/2 (eqs. 27–33), leg by leg.
 
-    Each leg's body twists are linear in y = (t_e, θ̇_k) (7 numbers):
-    t_i = Ψ_i t_{i-1} + s_i ρ_iᵀ y (15a–e), with Ψ_i = 1 - s_i p̃_iᵀ/δ_i (15f),
-    ρ_i = (p̃_i, -[i < k] p̃_iᵀ s_k)/δ_i for unactuated i and ρ_k = e_7 (Ψ_k = 1).
+    Each leg's joint rates are linear in y = (t_e, θ̇_k) (7 numbers): θ̇_i = r_iᵀ y
+    (``rate_maps``), so the leg's bodies have twists t_i = Σ_{j<=i} s_j r_jᵀ y (15a–e).
 
-    IDA-1 (21): w̃_i = w_i + Ψ_{i+1}ᵀ w̃_{i+1}, i.e. w̃ ← w̃ - p̃_i f_i/δ_i with
-    f_i = s_iᵀ w̃_i - τ_i (τ_i: the joint force ``tau`` applied to coordinate i);
-    IDA-2 (22)–(23): the leg's generalized force on y, l7 = Σ_i ρ_i f_i (6 + 1
-    numbers; the first six, g = Σ_{i≠k} p̃_i f_i/δ_i, act on the platform).
+    IDA-1/2 (21)–(23): the leg's generalized force on y, by virtual power,
+    l7 = Σ_i r_i f_i with f_i = s_iᵀ W_{≥i} - τ_i, W_{≥i} the sum of the wrenches
+    (18a) of the leg's bodies beyond joint i (the paper's w̃_i propagated with
+    Ψ_{i+1}ᵀ gives the same l7; τ_i the joint force ``tau`` applied to coordinate i).
+    The first six entries act on the platform, the last on θ_k.
 
-    FDA-1 (28): the composite inertia with the modified propagation,
-    M̃_i = M_i + Ψ_{i+1}ᵀ M̃_{i+1} Ψ_{i+1}, and FDA-2 (29)–(33): the sums of its
-    blocks that the paper writes M̃_(pq:rs), here accumulated by the backward
-    recursion E_i(t_{i-1}, y) = t_{i-1}ᵀ P_i t_{i-1} + 2 t_{i-1}ᵀ Q_i y + yᵀ R_i y of
-    the leg's kinetic energy (×2): P_i = Ψ_iᵀ M̃_i Ψ_i, Q_i = Ψ_iᵀ (M̃_i s_i ρ_iᵀ +
-    Q_{i+1}), R_i = R_{i+1} + ρ_i s_iᵀM̃_i s_i ρ_iᵀ + ρ_i s_iᵀQ_{i+1} + Q_{i+1}ᵀ s_i ρ_iᵀ;
-    ``R7[l]`` = R_1 = [[X⁽ˡ⁾, Y⁽ˡ⁾], [Y⁽ˡ⁾ᵀ, Z⁽ˡ⁾]] (X, Y of eqs. 31–32).
-    Scratch: ``P`` (6, 6), ``Q`` (6, 7), ``rv`` (3, 7).  Cost O(m) per leg.
+    FDA-1/2 (28)–(33): the leg's kinetic energy (×2) is yᵀ R y with
+    R = Σ_{i,j} r_i H_ij r_jᵀ, H_ij = s_iᵀ M̂_{max(i,j)} s_j the leg's joint-space
+    inertia and M̂_i = Σ_{bodies beyond i} M the composite inertia (FDA-1; all twists
+    about E in world axes, so the composite is a plain sum).  Swept from the platform
+    end with F_i = M̂_i s_i: R += r_i uᵀ + u r_iᵀ, u = Σ_{j<i} r_j s_jᵀF_i + r_i s_iᵀF_i/2;
+    columns beyond the last massive body (M̂ = 0) cost nothing.  ``R7[l]`` = R =
+    [[X⁽ˡ⁾, Y⁽ˡ⁾], [Y⁽ˡ⁾ᵀ, Z⁽ˡ⁾]] (X, Y of eqs. 31–32).  Scratch: ``P`` (6, 6) holds M̂.
+    Cost O(m²) per leg (m ≤ 7 columns) plus O(bodies).
     """
-    leg, col, s, pt = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _PT, 6)
-    dinv, ws, Ms = _f1(pb, _DINV), _f2(pb, _WS, 6), _f3(pb, _MS, 6, 6)
-    l7, R7, P, Q, rv = (
-        _f2(pb, _L7, 7), _f3(pb, _R7, 7, 7), _f2(pb, _PP, 6), _f2(pb, _QQ, 7), _f2(pb, _RV, 7)
+    leg, col, s, rm = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _RM, 7)
+    ws, Ms, l7, R7, P = (
+        _f2(pb, _WS, 6), _f3(pb, _MS, 6, 6), _f2(pb, _L7, 7), _f3(pb, _R7, 7, 7), _f2(pb, _PP, 6)
     )  # fmt: skip
     for l in range(leg.shape[0]):
-        c0, c1, k = leg[l, _C0], leg[l, _C1], leg[l, _K]
-        w0 = w1 = w2 = w3 = w4 = w5 = 0.0  # w̃ (IDA-1)
-        started = False  # a leg body met (FDA: P, Q, R are zero before)
-        for r in range(7):
-            l7[l, r] = 0.0
+        c0, c1 = leg[l, _C0], leg[l, _C1]
+        w0 = w1 = w2 = w3 = w4 = w5 = 0.0  # W_{≥i}
+        g0 = g1 = g2 = g3 = g4 = g5 = g6 = 0.0  # l7
+        started = False  # a leg body met (M̂ is zero before)
         if want_gim:
-            P[:, :] = 0.0
-            Q[:, :] = 0.0
-            R7[l, :, :] = 0.0
+            for r in range(7):
+                for c in range(r, 7):
+                    R7[l, r, c] = 0.0
         for i in range(c1 - 1, c0 - 1, -1):
             sl = col[i, _SLOT]
             if sl >= 0:
@@ -695,96 +924,104 @@ def backward_pass(pb, tau, want_gim):
                 w3 += ws[sl, 3]
                 w4 += ws[sl, 4]
                 w5 += ws[sl, 5]
-            # IDA-1: f_i = s_iᵀ w̃_i (minus an applied joint force)
-            f = (
-                s[i, 0] * w0 + s[i, 1] * w1 + s[i, 2] * w2 + s[i, 3] * w3 + s[i, 4] * w4
-                + s[i, 5] * w5
-            )  # fmt: skip
+            s0, s1, s2, s3, s4, s5 = s[i, 0], s[i, 1], s[i, 2], s[i, 3], s[i, 4], s[i, 5]
+            f = s0 * w0 + s1 * w1 + s2 * w2 + s3 * w3 + s4 * w4 + s5 * w5
             if col[i, _IV] >= 0:
                 f -= tau[col[i, _IV]]
-            # ρ_i (7)
-            rho = rv[0]
-            if i == k:
-                for r in range(6):
-                    rho[r] = 0.0
-                rho[6] = 1.0
-                l7[l, 6] += f
-            else:
-                inv = dinv[i]
-                for r in range(6):
-                    rho[r] = pt[i, r] * inv
-                rho[6] = 0.0
-                if i < k:
-                    rho[6] = -(
-                        pt[i, 0] * s[k, 0] + pt[i, 1] * s[k, 1] + pt[i, 2] * s[k, 2]
-                        + pt[i, 3] * s[k, 3] + pt[i, 4] * s[k, 4] + pt[i, 5] * s[k, 5]
-                    ) * inv  # fmt: skip
-                for r in range(7):
-                    l7[l, r] += rho[r] * f
-                # w̃ ← Ψ_iᵀ w̃ = w̃ - p̃_i f_i / δ_i
-                c = f * inv
-                w0 -= pt[i, 0] * c
-                w1 -= pt[i, 1] * c
-                w2 -= pt[i, 2] * c
-                w3 -= pt[i, 3] * c
-                w4 -= pt[i, 4] * c
-                w5 -= pt[i, 5] * c
-            if sl >= 0:
-                started = True
-            if not (want_gim and started):
-                continue  # FDA: nothing accumulated yet past the platform end of the leg
-            # FDA-1: M̃_i = M_i + P_{i+1} (kept in P), u = M̃_i s_i, σ = s_iᵀ u
-            if sl >= 0:
-                for r in range(6):
-                    for c in range(6):
-                        P[r, c] += Ms[sl, r, c]
-            u = rv[1]
-            sig = 0.0
-            for r in range(6):
-                x = 0.0
-                for c in range(6):
-                    x += P[r, c] * s[i, c]
-                u[r] = x
-                sig += s[i, r] * x
-            # Q's last column is zero until the actuated joint (legs are swept from the
-            # platform end): past it only six columns of Q and R take part
-            nq = 7 if i <= k else 6
-            sQ = rv[2]
-            for c in range(nq):
-                x = 0.0
-                for r in range(6):
-                    x += s[i, r] * Q[r, c]
-                sQ[c] = x
-            if i == k:
-                # ρ = e_7, Ψ_k = 1: R[:, 6] += sQ (+ σ on the diagonal), Q[:, 6] += u
-                for r in range(6):
-                    R7[l, r, 6] += sQ[r]
-                    Q[r, 6] += u[r]
-                R7[l, 6, 6] += sig + 2.0 * sQ[6]
+            g0 += rm[i, 0] * f
+            g1 += rm[i, 1] * f
+            g2 += rm[i, 2] * f
+            g3 += rm[i, 3] * f
+            g4 += rm[i, 4] * f
+            g5 += rm[i, 5] * f
+            g6 += rm[i, 6] * f
+            if not want_gim:
                 continue
-            # R += σ ρρᵀ + ρ sQᵀ + sQ ρᵀ = ρ zᵀ + z ρᵀ with z = σ/2 ρ + sQ (upper triangle)
-            hs = 0.5 * sig
-            for c in range(nq):
-                sQ[c] += hs * rho[c]
-            for r in range(nq):
-                for c in range(r, nq):
-                    R7[l, r, c] += rho[r] * sQ[c] + sQ[r] * rho[c]
-            if i == c0:
-                continue  # t_0 = 0: P_1 and Q_1 are never used
-            # Q ← Ψ_iᵀ (Q + u ρᵀ) = Q + u ρᵀ - p̃_i (s_iᵀQ + σ ρᵀ) / δ_i
-            inv = dinv[i]
-            for c in range(nq):
-                x = (sQ[c] + hs * rho[c]) * inv
-                for r in range(6):
-                    Q[r, c] += u[r] * rho[c] - pt[i, r] * x
-            # P ← Ψ_iᵀ M̃_i Ψ_i = M̃ - (p̃ uᵀ + u p̃ᵀ)/δ + σ p̃ p̃ᵀ/δ² (symmetric)
-            sd = sig * inv * inv
-            for r in range(6):
-                pr, ur = pt[i, r], u[r]
-                for c in range(r, 6):
-                    x = P[r, c] - (pr * u[c] + ur * pt[i, c]) * inv + sd * pr * pt[i, c]
-                    P[r, c] = x
-                    P[c, r] = x
+            if sl >= 0:
+                if started:
+                    for r in range(6):
+                        for c in range(r, 6):
+                            P[r, c] += Ms[sl, r, c]
+                else:
+                    for r in range(6):
+                        for c in range(r, 6):
+                            P[r, c] = Ms[sl, r, c]
+                started = True
+            if not started:
+                continue
+            # F = M̂_i s_i (M̂ symmetric, upper triangle in P)
+            F0 = (
+                P[0, 0] * s0
+                + P[0, 1] * s1
+                + P[0, 2] * s2
+                + P[0, 3] * s3
+                + P[0, 4] * s4
+                + P[0, 5] * s5
+            )
+            F1 = (
+                P[0, 1] * s0
+                + P[1, 1] * s1
+                + P[1, 2] * s2
+                + P[1, 3] * s3
+                + P[1, 4] * s4
+                + P[1, 5] * s5
+            )
+            F2 = (
+                P[0, 2] * s0
+                + P[1, 2] * s1
+                + P[2, 2] * s2
+                + P[2, 3] * s3
+                + P[2, 4] * s4
+                + P[2, 5] * s5
+            )
+            F3 = (
+                P[0, 3] * s0
+                + P[1, 3] * s1
+                + P[2, 3] * s2
+                + P[3, 3] * s3
+                + P[3, 4] * s4
+                + P[3, 5] * s5
+            )
+            F4 = (
+                P[0, 4] * s0
+                + P[1, 4] * s1
+                + P[2, 4] * s2
+                + P[3, 4] * s3
+                + P[4, 4] * s4
+                + P[4, 5] * s5
+            )
+            F5 = (
+                P[0, 5] * s0
+                + P[1, 5] * s1
+                + P[2, 5] * s2
+                + P[3, 5] * s3
+                + P[4, 5] * s4
+                + P[5, 5] * s5
+            )
+            h = 0.5 * (s0 * F0 + s1 * F1 + s2 * F2 + s3 * F3 + s4 * F4 + s5 * F5)
+            u0, u1, u2, u3 = rm[i, 0] * h, rm[i, 1] * h, rm[i, 2] * h, rm[i, 3] * h
+            u4, u5, u6 = rm[i, 4] * h, rm[i, 5] * h, rm[i, 6] * h
+            for j in range(c0, i):
+                h = (
+                    s[j, 0] * F0 + s[j, 1] * F1 + s[j, 2] * F2 + s[j, 3] * F3 + s[j, 4] * F4
+                    + s[j, 5] * F5
+                )  # fmt: skip
+                u0 += rm[j, 0] * h
+                u1 += rm[j, 1] * h
+                u2 += rm[j, 2] * h
+                u3 += rm[j, 3] * h
+                u4 += rm[j, 4] * h
+                u5 += rm[j, 5] * h
+                u6 += rm[j, 6] * h
+            # R += r_i uᵀ + u r_iᵀ (upper triangle)
+            x = rm[i]
+            u = (u0, u1, u2, u3, u4, u5, u6)
+            for r in range(7):
+                xr, ur = x[r], u[r]
+                for c in range(r, 7):
+                    R7[l, r, c] += xr * u[c] + ur * x[c]
+        l7[l, 0], l7[l, 1], l7[l, 2], l7[l, 3] = g0, g1, g2, g3
+        l7[l, 4], l7[l, 5], l7[l, 6] = g4, g5, g6
         if want_gim:
             for r in range(7):
                 for c in range(r):
@@ -891,10 +1128,11 @@ def row_wrenches(m, d, pb):
 
 
 @njit(cache=True)
-def _psd_solve(A, x):
+def _psd_solve(A, x, di):
     """x ← a solution y of A y = x for a symmetric positive semi-definite 6×6 A and a
     consistent x: Cholesky in place, columns whose pivot is below ``NULL_TOL`` times the
-    largest diagonal entry taken as null (their y entries 0)."""
+    largest diagonal entry taken as null (their y entries 0).  ``di`` (6): scratch for
+    the inverse pivots (0 on the null columns)."""
     dmax = 0.0
     for j in range(6):
         dmax = max(dmax, A[j, j])
@@ -906,30 +1144,27 @@ def _psd_solve(A, x):
         if not s > tol:
             for r in range(j, 6):
                 A[r, j] = 0.0
+            di[j] = 0.0
             continue
         dj = s**0.5
         A[j, j] = dj
+        inv = 1.0 / dj
+        di[j] = inv
         for r in range(j + 1, 6):
             t = A[r, j]
             for c in range(j):
                 t -= A[r, c] * A[j, c]
-            A[r, j] = t / dj
+            A[r, j] = t * inv
     for j in range(6):
-        if A[j, j] == 0.0:
-            x[j] = 0.0
-            continue
         s = x[j]
         for c in range(j):
             s -= A[j, c] * x[c]
-        x[j] = s / A[j, j]
+        x[j] = s * di[j] if di[j] != 0.0 else 0.0
     for j in range(5, -1, -1):
-        if A[j, j] == 0.0:
-            x[j] = 0.0
-            continue
         s = x[j]
         for r in range(j + 1, 6):
             s -= A[r, j] * x[r]
-        x[j] = s / A[j, j]
+        x[j] = s * di[j] if di[j] != 0.0 else 0.0
 
 
 @njit(cache=True)
@@ -1022,10 +1257,12 @@ def transmitted_wrenches(pb, tau):
                 y[r] -= T[l, r]
             gg = _gnorm2(G, l) if leg[l, _K] >= 0 else 0.0
             if gg > 0.0:
+                igg = 1.0 / gg
                 for r in range(6):
+                    a = G[l, r] * igg
                     for c in range(6):
-                        A6[r, c] -= G[l, r] * G[l, c] / gg
-        _psd_solve(A6, y)
+                        A6[r, c] -= a * G[l, c]
+        _psd_solve(A6, y, _f1(pb, _DZ))
         z = vec[_T2]
         for l in range(L):
             if leg[l, _CLOSED] == 1 or leg[l, _CL] < 0:
@@ -1040,8 +1277,9 @@ def transmitted_wrenches(pb, tau):
                     gy = 0.0
                     for r in range(6):
                         gy += G[l, r] * y[r]
+                    gy /= gg
                     for r in range(6):
-                        z[r] -= G[l, r] * gy / gg
+                        z[r] -= G[l, r] * gy
             for r in range(6):
                 T[l, r] += z[r]
     # the wrench through the cut joint: T_g = T_end + W_{>g}
@@ -1066,7 +1304,7 @@ def fit_multipliers(pb, lam):
     over the closure's p ≤ 6 rows (Cholesky of ZᵀZ).  Returns the smallest pivot ratio
     (1.0 without rows; 0.0: a closure's row wrenches are dependent)."""
     leg, zr, T = _i2(pb, _LEG, 10), _f2(pb, _ZR, 6), _f2(pb, _TT, 6)
-    N, rhs = _f2(pb, _XX, 6), _f2(pb, _VEC, 6)[_T1]
+    N, rhs, dz = _f2(pb, _XX, 6), _f2(pb, _VEC, 6)[_T1], _f1(pb, _DZ)
     ratio = 1.0
     for l in range(leg.shape[0]):
         a0, p = leg[l, _A0], leg[l, _P]
@@ -1083,14 +1321,102 @@ def fit_multipliers(pb, lam):
                 for r in range(6):
                     x += zr[a0 + i, r] * zr[a0 + j, r]
                 N[i, j] = x
-        rt = cholesky_inplace(N, p)
+        rt = _chol(N, p, dz)
         if not rt > PIVOT_TOL:
             return 0.0
         ratio = min(ratio, rt)
-        cholesky_solve(N, p, rhs)
+        _chol_solve(N, p, dz, rhs)
         for i in range(p):
             lam[a0 + i] = rhs[i]
     return ratio
+
+
+@njit(cache=True)
+def cut_multipliers(pb, tau, lam):
+    """λ of each closure's independent rows from the joint forces of its leg's tree
+    columns alone (the plans whose every cut leg has at least as many tree columns as
+    rows, ``_head(pb)[7]``: the Stewart platform, the planar mechanisms).
+
+    Every column of leg l satisfies s_iᵀ T_i = τ_i with T_i = T_g + W_{≥i} - W_{>g}
+    (module docstring: T_g the wrench through the cut joint, W the leg's body wrenches),
+    and T_g = σ Σ_r λ_r ζ_r, so each tree column gives one equation
+    σ s_iᵀ Z λ = τ_i - s_iᵀ (W_{≥i} - W_{>g}); λ is their least-squares solution
+    (Cholesky of AᵀA, exact when the leg's block of J has full column rank) — no
+    platform balance and no fit of T_g.  Returns the smallest pivot ratio (0.0: a
+    block is rank deficient at this configuration: use the general
+    ``transmitted_wrenches`` and ``fit_multipliers``).
+    """
+    leg, col, s, zr = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _ZR, 6)
+    ws, Wc, sw = _f2(pb, _WS, 6), _f2(pb, _WC, 6), _f1(pb, _SW)
+    N, rhs, dz, a = _f2(pb, _XX, 6), _f2(pb, _VEC, 6)[_T1], _f1(pb, _DZ), _f2(pb, _VEC, 6)[_T2]
+    ratio = 1.0
+    for l in range(leg.shape[0]):
+        a0, p = leg[l, _A0], leg[l, _P]
+        if p == 0:
+            continue
+        c0, c1, g1 = leg[l, _C0], leg[l, _C1], leg[l, _G1L]
+        sig = float(leg[l, _SIG])
+        w0 = w1 = w2 = w3 = w4 = w5 = 0.0
+        for i in range(c1 - 1, c0 - 1, -1):
+            sl = col[i, _SLOT]
+            if sl >= 0:
+                w0 += ws[sl, 0]
+                w1 += ws[sl, 1]
+                w2 += ws[sl, 2]
+                w3 += ws[sl, 3]
+                w4 += ws[sl, 4]
+                w5 += ws[sl, 5]
+            if i == g1:
+                Wc[l, 0], Wc[l, 1], Wc[l, 2] = w0, w1, w2
+                Wc[l, 3], Wc[l, 4], Wc[l, 5] = w3, w4, w5
+            sw[i] = (
+                s[i, 0] * w0 + s[i, 1] * w1 + s[i, 2] * w2 + s[i, 3] * w3 + s[i, 4] * w4
+                + s[i, 5] * w5
+            )  # fmt: skip
+        for r in range(p):
+            rhs[r] = 0.0
+            for c in range(r + 1):
+                N[r, c] = 0.0
+        for i in range(c0, c1):
+            iv = col[i, _IV]
+            if iv < 0:
+                continue
+            b = (
+                tau[iv] - sw[i] + s[i, 0] * Wc[l, 0] + s[i, 1] * Wc[l, 1] + s[i, 2] * Wc[l, 2]
+                + s[i, 3] * Wc[l, 3] + s[i, 4] * Wc[l, 4] + s[i, 5] * Wc[l, 5]
+            )  # fmt: skip
+            for r in range(p):
+                z = zr[a0 + r]
+                a[r] = sig * (
+                    s[i, 0] * z[0] + s[i, 1] * z[1] + s[i, 2] * z[2] + s[i, 3] * z[3]
+                    + s[i, 4] * z[4] + s[i, 5] * z[5]
+                )  # fmt: skip
+            for r in range(p):
+                rhs[r] += a[r] * b
+                for c in range(r + 1):
+                    N[r, c] += a[r] * a[c]
+        rt = _chol(N, p, dz)
+        if not rt > PIVOT_TOL:
+            return 0.0
+        ratio = min(ratio, rt)
+        _chol_solve(N, p, dz, rhs)
+        for r in range(p):
+            lam[a0 + r] = rhs[r]
+    return ratio
+
+
+@njit(cache=True)
+def multipliers(pb, tau, lam):
+    """λ from the body wrenches ``ws`` at the final accelerations and the joint forces
+    ``tau``: ``cut_multipliers`` where the plan allows it and the legs' blocks are
+    regular, else ``transmitted_wrenches`` and ``fit_multipliers``.  Returns the
+    smallest pivot ratio (0.0: the row wrenches are dependent)."""
+    if _head(pb)[7] == 1:
+        ratio = cut_multipliers(pb, tau, lam)
+        if ratio > PIVOT_TOL:
+            return ratio
+    transmitted_wrenches(pb, tau)
+    return fit_multipliers(pb, lam)
 
 
 @njit(cache=True)
@@ -1243,23 +1569,23 @@ def denoc_kernel(m, d, pb, q, v, tau, qdd, lam):
     for a in range(n):
         for c in range(n):
             Lg[a, c] = Ig[a, c]
-    gratio = cholesky_inplace(Lg, n)
+    dg = _f1(pb, _DG)
+    gratio = _chol(Lg, n, dg)
     if not gratio > PIVOT_TOL:
         info[_WHY] = WHY_GIM
         return SINGULAR
     # I θ̈ = -(C θ̇ + g - τ)
     for a in range(n):
         thdd[a] = -thdd[a]
-    cholesky_solve(Lg, n, thdd)
+    _chol_solve(Lg, n, dg, thdd)
     denoc_accelerations(pb, thdd, unliteral(False))
     for i in range(col.shape[0]):
         iv = col[i, _IV]
         if iv >= 0:
             qdd[iv] = arate[i]
     # λ from the transmitted wrenches at these accelerations
-    body_wrenches(m, pb)
-    transmitted_wrenches(pb, tau)
-    lratio = fit_multipliers(pb, lam)
+    update_wrenches(pb)
+    lratio = multipliers(pb, tau, lam)
     if not lratio > PIVOT_TOL:
         info[_WHY] = WHY_LAMBDA
         return SINGULAR
@@ -1295,8 +1621,7 @@ def denoc_inverse_kernel(m, d, pb, q, v, qdd, tau, lam):
     tau[:] = 0.0
     for a in range(n):
         tau[col[leg[a, _K], _IV]] = thdd[a]
-    transmitted_wrenches(pb, as_input(tau))
-    lratio = fit_multipliers(pb, lam)
+    lratio = multipliers(pb, as_input(tau), lam)
     if not lratio > PIVOT_TOL:
         info[_WHY] = WHY_LAMBDA
         return SINGULAR
@@ -1463,7 +1788,11 @@ class DenocPlan:
         offsets = start + np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.buf = np.zeros(int(offsets[-1]))
         head = self.buf[:start].view(np.int64)
-        head[:_HEAD] = (lay.L, lay.C, lay.NS, lay.n, lay.ps.platform_index, lay.hanger, r, 0)
+        # λ from the cut legs' tree columns (``cut_multipliers``) when each has as many
+        # tree columns as independent rows
+        ntree = [int(np.sum(lay.col[a:b, _IV] >= 0)) for a, b in legs[:, :2]]
+        direct = int(all(nt >= p for nt, p in zip(ntree, legs[:, _P], strict=True)))
+        head[:_HEAD] = (lay.L, lay.C, lay.NS, lay.n, lay.ps.platform_index, lay.hanger, r, direct)
         head[_HEAD:] = offsets
         self.views = {}
         for k, name in enumerate(_SECTIONS):
