@@ -19,6 +19,8 @@ ACCEPTED = {
     "slider_crank": {},
     "planar_ladder": dict(L=6),
     "spatial_ladder": dict(L=5),
+    "hooke_ladder": dict(L=5),
+    "pendulum_ladder": dict(L=3),
     "carpet_scraper": {},
     "three_rrr": {},
     "excavator": {},
