@@ -53,38 +53,13 @@ def state(model, seed=0):
 
 
 def pin_calls(model, q, v, tau):
-    """{name: (call returning our q̈, None)} of Pinocchio's closed-loop solvers."""
-    try:
-        import pinocchio as pin
-
-        from loopdyn.interop.pinocchio import PinocchioExport
-    except ImportError:  # pragma: no cover - optional peer
-        return {}
-    ex = PinocchioExport(model)
-    if ex.unexported:
-        return {}
-    qp, vp, tp = ex.q(q), ex.v(v), ex.v(tau)
+    """{name: (call returning Pinocchio's q̈, export)} of Pinocchio's closed-loop solvers
+    (``timing.pinocchio_call``)."""
     out = {}
-    for name in ("constraintDynamics", "lcaba"):
-        pd = ex.model.createData()
-        cms = pin.StdVec_RigidConstraintModel()
-        cds = pin.StdVec_RigidConstraintData()
-        for c in ex.constraints:
-            cms.append(c)
-            cds.append(c.createData())
-        if name == "lcaba":
-            pin.computeJointMinimalOrdering(ex.model, pd, cms)
-            prox = pin.ProximalSettings(1e-12, 1e-4, 2000)
-            fn = pin.lcaba
-        else:
-            pin.initConstraintDynamics(ex.model, pd, cms, cds)
-            prox = pin.ProximalSettings(1e-12, 1e-8, 20)
-            fn = pin.constraintDynamics
-
-        def call(fn=fn, pd=pd, cms=cms, cds=cds, prox=prox):
-            return fn(ex.model, pd, qp, vp, tp, cms, cds, prox)
-
-        out["pin." + name] = (call, ex)
+    for name, prox in (("constraintDynamics", (1e-12, 1e-8, 20)), ("lcaba", (1e-12, 1e-4, 2000))):
+        call, ex = timing.pinocchio_call(model, q, v, tau, name, prox)
+        if call is not None:
+            out["pin." + name] = (call, ex)
     return out
 
 

@@ -198,7 +198,7 @@ class RcrPlan:
             for b in sblocks:
                 mb, nu, npth = len(b["rows"]), len(b["cand"]), len(b["path"])
                 nind = nu - mb
-                sizes = (mb * npth, mb, mb * mb, max(mb * nu, mb + npth, 1))
+                sizes = (mb * npth, mb, mb * mb, max(mb * nu, mb + npth, mb * (k + 1), 1))
                 offs = []
                 for size in sizes:
                     offs.append(nflt)
@@ -509,40 +509,38 @@ def loop_jacobian(m, d, ip, fw, b):
         k, r0, mc, npb, opb = ip[o + C_K], ip[o + C_ROW0], ip[o + C_M], ip[o + C_NPB], ip[o + C_PB]
         pb = ip[ip[R_PB] + opb : ip[R_PB] + opb + 3 * npb]
         P0, P1, P2 = cw[k, 7, 0], cw[k, 7, 1], cw[k, 7, 2]
+        coupling = False
         for t in range(mc):
-            i = r0 + t
-            rr = rows[i]
-            g[i] = d.gamma[rr]
+            rr = rows[r0 + t]
+            g[r0 + t] = d.gamma[rr]
             if row_int[rr, 1] == COUPLING:
-                J[i, pb[5]] += 1.0
-                J[i, pb[2]] -= row_vec[rr, 0, 0]
-                continue
-            trans = row_int[rr, 1] == TRANSLATION
-            u0, u1, u2 = rw[rr, 0, 0], rw[rr, 0, 1], rw[rr, 0, 2]
-            n0, n1, n2 = rw[rr, 2, 0], rw[rr, 2, 1], rw[rr, 2, 2]
-            for e in range(npb):
-                j, p0 = pb[3 * e], pb[3 * e + 2]
-                sign = 1.0 if pb[3 * e + 1] == 1 else -1.0
-                d0, d1, d2 = P0 - Xw[j, 3, 0], P1 - Xw[j, 3, 1], P2 - Xw[j, 3, 2]
-                for kk in range(topo[j, 5]):
-                    s0, s1, s2 = S[j, 0, kk], S[j, 1, kk], S[j, 2, kk]
-                    w0 = Xw[j, 0, 0] * s0 + Xw[j, 0, 1] * s1 + Xw[j, 0, 2] * s2
-                    w1 = Xw[j, 1, 0] * s0 + Xw[j, 1, 1] * s1 + Xw[j, 1, 2] * s2
-                    w2 = Xw[j, 2, 0] * s0 + Xw[j, 2, 1] * s1 + Xw[j, 2, 2] * s2
-                    if trans:
-                        s3, s4, s5 = S[j, 3, kk], S[j, 4, kk], S[j, 5, kk]
-                        l0 = Xw[j, 0, 0] * s3 + Xw[j, 0, 1] * s4 + Xw[j, 0, 2] * s5
-                        l1 = Xw[j, 1, 0] * s3 + Xw[j, 1, 1] * s4 + Xw[j, 1, 2] * s5
-                        l2 = Xw[j, 2, 0] * s3 + Xw[j, 2, 1] * s4 + Xw[j, 2, 2] * s5
-                        # velocity of the point p_B: l + ω × (p_B − o_j)
-                        val = (
-                            u0 * (l0 + w1 * d2 - w2 * d1)
-                            + u1 * (l1 + w2 * d0 - w0 * d2)
-                            + u2 * (l2 + w0 * d1 - w1 * d0)
-                        )
+                J[r0 + t, pb[5]] += 1.0
+                J[r0 + t, pb[2]] -= row_vec[rr, 0, 0]
+                coupling = True
+        if coupling:
+            continue
+        # per path column its world axis w = R_j S_ω and the velocity of the point p_B,
+        # l + w × (p_B − o_j), once; then one dot product per row
+        for e in range(npb):
+            j, p0 = pb[3 * e], pb[3 * e + 2]
+            sign = 1.0 if pb[3 * e + 1] == 1 else -1.0
+            d0, d1, d2 = P0 - Xw[j, 3, 0], P1 - Xw[j, 3, 1], P2 - Xw[j, 3, 2]
+            for kk in range(topo[j, 5]):
+                s0, s1, s2 = S[j, 0, kk], S[j, 1, kk], S[j, 2, kk]
+                w0 = Xw[j, 0, 0] * s0 + Xw[j, 0, 1] * s1 + Xw[j, 0, 2] * s2
+                w1 = Xw[j, 1, 0] * s0 + Xw[j, 1, 1] * s1 + Xw[j, 1, 2] * s2
+                w2 = Xw[j, 2, 0] * s0 + Xw[j, 2, 1] * s1 + Xw[j, 2, 2] * s2
+                s3, s4, s5 = S[j, 3, kk], S[j, 4, kk], S[j, 5, kk]
+                t0 = Xw[j, 0, 0] * s3 + Xw[j, 0, 1] * s4 + Xw[j, 0, 2] * s5 + w1 * d2 - w2 * d1
+                t1 = Xw[j, 1, 0] * s3 + Xw[j, 1, 1] * s4 + Xw[j, 1, 2] * s5 + w2 * d0 - w0 * d2
+                t2 = Xw[j, 2, 0] * s3 + Xw[j, 2, 1] * s4 + Xw[j, 2, 2] * s5 + w0 * d1 - w1 * d0
+                for t in range(mc):
+                    rr = rows[r0 + t]
+                    if row_int[rr, 1] == TRANSLATION:
+                        val = rw[rr, 0, 0] * t0 + rw[rr, 0, 1] * t1 + rw[rr, 0, 2] * t2
                     else:
-                        val = n0 * w0 + n1 * w1 + n2 * w2
-                    J[i, p0 + kk] += sign * val
+                        val = rw[rr, 2, 0] * w0 + rw[rr, 2, 1] * w1 + rw[rr, 2, 2] * w2
+                    J[r0 + t, p0 + kk] += sign * val
 
 
 @kernel
@@ -680,7 +678,7 @@ def reduce_loops(m, d, ip, fw, s):
         J = block(fw, bt[B_J], (mb, npth))
         g = block(fw, bt[B_G], mb)
         LU = block(fw, bt[B_LU], (mb, mb))
-        y = block(fw, bt[B_T], mb)
+        Y = block(fw, bt[B_T], (mb, k + 1))
         cand = ip[ip[R_CAND] + bt[B_CAND] : ip[R_CAND] + bt[B_CAND] + bt[B_NU]]
         isdep = ip[ip[R_DEP] + bt[B_PATH] : ip[R_DEP] + bt[B_PATH] + npth]
         path = ip[ip[R_PATH] + bt[B_PATH] : ip[R_PATH] + bt[B_PATH] + npth]
@@ -693,19 +691,46 @@ def reduce_loops(m, d, ip, fw, s):
             zeta[col] = 0.0
         if mb == 0:
             continue
-        for c in range(k + 1):  # columns of X, then ζ
+        # right-hand sides [−J_other X_other | γ − J_other ζ_other] (mb × (k + 1)), then
+        # one multi-column solve with Y1's LU
+        for i in range(mb):
+            for c in range(k):
+                Y[i, c] = 0.0
+            Y[i, k] = g[i]
+        for p in range(npth):
+            if isdep[p] != 0:
+                continue
+            row = path[p]
             for i in range(mb):
-                acc = 0.0 if c < k else g[i]
-                for p in range(npth):
-                    if isdep[p] == 0:
-                        acc -= J[i, p] * (X[path[p], c] if c < k else zeta[path[p]])
-                y[i] = acc
-            lu_solve(LU, mb, piv, y)
-            for jx in range(mb):
-                if c < k:
-                    X[path[cand[nind + jx]], c] = y[jx]
-                else:
-                    zeta[path[cand[nind + jx]]] = y[jx]
+                jip = J[i, p]
+                if jip != 0.0:
+                    for c in range(k):
+                        Y[i, c] -= jip * X[row, c]
+                    Y[i, k] -= jip * zeta[row]
+        for i in range(mb):  # row pivots, as lu_solve
+            pi = piv[i]
+            if pi != i:
+                for c in range(k + 1):
+                    Y[i, c], Y[pi, c] = Y[pi, c], Y[i, c]
+        for i in range(mb):
+            for r in range(i):
+                f = LU[i, r]
+                if f != 0.0:
+                    for c in range(k + 1):
+                        Y[i, c] -= f * Y[r, c]
+        for i in range(mb - 1, -1, -1):
+            for r in range(i + 1, mb):
+                f = LU[i, r]
+                if f != 0.0:
+                    for c in range(k + 1):
+                        Y[i, c] -= f * Y[r, c]
+            f = LU[i, i]
+            for c in range(k + 1):
+                Y[i, c] /= f
+            col = path[cand[nind + i]]
+            for c in range(k):
+                X[col, c] = Y[i, c]
+            zeta[col] = Y[i, k]
     return worst
 
 
