@@ -206,8 +206,8 @@ def test_bad_method_and_shapes():
 
 @pytest.mark.parametrize("method", ld.methods.dynamics.METHODS)
 def test_forward_dynamics_input_conversion_and_errors(method):
-    """The fast path hands inputs to a single-signature entry: anything else is converted
-    by the checked path (same result), bad input is a ValueError naming it, and no
+    """The fast path hands inputs to a single-signature entry, which converts lists,
+    tuples, float32 and columns itself (same result), bad input is a ValueError naming it, and no
     second signature is ever compiled."""
     model, states = catalog_states("four_bar", n=1, seed=12)
     q, v, tau = states[0]
@@ -221,6 +221,7 @@ def test_forward_dynamics_input_conversion_and_errors(method):
         tuple(frozen),
         (list(q), list(v), list(tau)),
         (q, v.astype(np.float32).astype(np.float64), tau.astype(np.float32)),
+        (np.asfortranarray(q.reshape(-1, 1)), tuple(v), tau),
     ]
     for qs, vs, ts in variants:
         res = ld.forward_dynamics(model, qs, vs, ts, method=method)

@@ -62,10 +62,12 @@ from loopdyn.model import (
 )
 from loopdyn.sim.simulate import simulate
 from loopdyn.sim.trajectory import Trajectory
+from loopdyn.sweep import read_sweep, sweep
 from loopdyn.topology.aggregation import aggregation
 from loopdyn.topology.parallel import parallel_structure
 from loopdyn.tree import aba, crba, nonlinear_effects, rnea
 from loopdyn.viz.html import export_html
+from loopdyn.viz.sweep_plot import plot_sweep
 from loopdyn.viz.viewer import view
 
 __version__ = "0.1.0"
@@ -127,11 +129,14 @@ __all__ = [
     "nonlinear_effects",
     "parallel_structure",
     "partition",
+    "plot_sweep",
     "potential_energy",
+    "read_sweep",
     "rnea",
     "rnea_batch",
     "save",
     "simulate",
+    "sweep",
     "topology",
     "total_energy",
     "view",

@@ -549,6 +549,7 @@ def bench(
 
 
 __import__("loopdyn.cli_view").cli_view.register(app)  # `loopdyn view` (cli_view.py)
+__import__("loopdyn.cli_sweep").cli_sweep.register(app)  # `loopdyn sweep`, `sweep-plot`
 
 
 def main():  # pragma: no cover - console entry

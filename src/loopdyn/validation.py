@@ -1,9 +1,10 @@
 """Input conversion and checks at the API edge: clear errors instead of numba typing errors.
 
 The compiled entries accept every float64 vector (contiguous or strided, writable
-or read-only) directly; what they refuse (lists, ints, float32, complex, wrong
-shapes) comes here once, is converted, or is explained with an error that names
-the model and the argument.
+or read-only) directly and convert lists, ints and float32 themselves
+(``loopdyn.kernels.numba_internals.Entry``); what they refuse (complex, strings,
+wrong shapes) or what fails their checks comes here, and is converted or explained
+with an error that names the model and the argument.
 """
 
 import numpy as np
@@ -41,16 +42,6 @@ def vector(x, n, what, model, finite=True):
     if finite:
         _finite(x, what, model)
     return x
-
-
-def coerce(x):
-    """A list, an int or float32 array, a column: as a float64 vector, cheaply, for one
-    more try of a compiled entry (which checks lengths and finiteness itself).
-    TypeError for what only the checked path may explain (complex, objects)."""
-    a = np.asarray(x)
-    if a.dtype.kind not in "fiub":
-        raise TypeError(f"not real numbers: {a.dtype}")
-    return a.astype(_F64, copy=False).reshape(-1)
 
 
 def _finite(x, what, model):

@@ -21,16 +21,24 @@ and fails loudly if a release changes one.
 6. ``Entry.is_cached`` reads the dispatcher's cache index (so that the CLI can say
    "compiling kernels" before a long first call).
 7. ``Entry``: a kernel compiled for exactly one signature and then closed to
-   compilation.  numba's dispatcher checks the argument types in C; when they do not
-   match it calls back two Python methods of the dispatcher,
-   ``_search_new_conversions`` and ``_explain_matching_error``, which type every
-   argument in Python (~100 µs).  ``Entry`` first lets numba register the
-   conversions loopdyn accepts (writable, read-only and strided float64 vectors to the
-   read-only 'A' arrays of the signature), then replaces the two callbacks on that one
-   dispatcher by a refusal that costs ~1 µs, so that the caller's ``except TypeError``
-   path (conversion of lists, ints, float32) stays cheap.
+   compilation.  numba's dispatcher checks the argument types in C.  ``Entry`` first
+   lets numba register the conversions loopdyn accepts as they are (writable,
+   read-only and strided float64 vectors to the read-only 'A' arrays of the
+   signature).  For any other argument types the dispatcher, closed to compilation,
+   calls ``_search_new_conversions`` (replaced on that one dispatcher by a
+   ``return False``) and then its *object-mode fallback* if it has one, with the
+   original arguments, from C.  ``Entry`` installs as that fallback (the dispatcher's
+   ``_insert(..., objectmode=True)``) a builtin function made with CPython's public
+   ``PyCFunction_NewEx`` whose C function is ``PyObject_Call`` itself: calling it
+   calls the Python function it wraps (``Entry._retry``), which converts the inputs
+   (lists, tuples, ints, float32, columns) to float64 vectors once and calls the
+   entry again.  So a converted input costs one failed type match and one
+   conversion (~0.5 µs), no exception, and the matching path nothing.  Arguments
+   that cannot be converted raise ``TypeError`` (callers take their checked path,
+   which explains).
 """
 
+import ctypes
 import hashlib
 from pathlib import Path
 
@@ -213,12 +221,59 @@ def install_cache_locator():
     classes[:0] = [_UserProvided, _InTree, _UserWide]
 
 
-def _refuse(*args, **kws):
-    raise TypeError("the arguments do not match the compiled entry's signature")
-
-
 def _no_conversion(*args, **kws):
     return False
+
+
+class _MethodDef(ctypes.Structure):
+    """CPython's ``PyMethodDef``."""
+
+    _fields_ = (
+        ("ml_name", ctypes.c_char_p),
+        ("ml_meth", ctypes.c_void_p),
+        ("ml_flags", ctypes.c_int),
+        ("ml_doc", ctypes.c_char_p),
+    )
+
+
+_METH_VARARGS_KEYWORDS = 0x0001 | 0x0002
+# one method definition for every forwarder (it must outlive them: module lifetime)
+_FORWARD = _MethodDef(
+    b"loopdyn_entry_retry",
+    ctypes.cast(ctypes.pythonapi.PyObject_Call, ctypes.c_void_p).value,
+    _METH_VARARGS_KEYWORDS,
+    None,
+)
+_new_cfunction = ctypes.pythonapi.PyCFunction_NewEx
+_new_cfunction.restype = ctypes.py_object
+_new_cfunction.argtypes = (ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)
+
+
+def builtin_forwarder(fn):
+    """A ``builtin_function_or_method`` (what numba's dispatcher accepts as a compiled
+    definition) that calls ``fn(*args, **kws)``: its C function is ``PyObject_Call``
+    with ``fn`` as its ``self``."""
+    return _new_cfunction(ctypes.addressof(_FORWARD), fn, None)
+
+
+_F64 = np.dtype(np.float64)
+_ND = np.ndarray
+
+
+def as_float64(x, ndim):
+    """``x`` (array, list, tuple, number; integer, boolean or floating) as a float64
+    array, a vector if ``ndim == 1`` (a column or row is flattened); ``TypeError``
+    for anything else (complex, strings, objects)."""
+    if type(x) is _ND:
+        if x.dtype.kind not in "fiub":
+            raise TypeError(f"not real numbers: {x.dtype}")
+        a = x.astype(_F64, copy=False)
+    else:
+        try:
+            a = np.array(x, _F64)
+        except ValueError as e:
+            raise TypeError(str(e)) from None
+    return a.reshape(-1) if ndim == 1 and a.ndim != 1 else a
 
 
 def _samples(ndim):
@@ -233,22 +288,67 @@ def _samples(ndim):
     return out
 
 
+def _retry_function(e):
+    """numba's fallback for ``Entry`` ``e`` on arguments of no compiled type: its inputs
+    as float64 (``as_float64``), then the entry once more; ``TypeError`` if no input
+    needed a conversion (another argument is wrong).  Written out for the entry's
+    arity (as ``collections.namedtuple`` writes its classes): a loop over the
+    arguments would cost as much again as the conversion."""
+    names = [f"a{k}" for k in range(len(e.signature.args))]
+    new = list(names)
+    lines = []
+    for k, ndim in e.inputs:
+        new[k] = f"b{k}"
+        lines.append(
+            f"    b{k} = a{k} if type(a{k}) is _ND and a{k}.dtype is _F64 and a{k}.ndim == {ndim}"
+            f" else as_float64(a{k}, {ndim})"
+        )
+    same = " and ".join(f"b{k} is a{k}" for k, _ in e.inputs) or "True"
+    src = "\n".join(
+        [
+            f"def retry({', '.join(names)}):",
+            *lines,
+            f"    if {same}:",
+            "        raise TypeError(message)",
+            f"    return kernel({', '.join(new)})",
+        ]
+    )
+    scope = {
+        "_ND": _ND,
+        "_F64": _F64,
+        "as_float64": as_float64,
+        "kernel": e.kernel,
+        "message": f"{e.kernel.__name__}: the arguments match no compiled signature {e.signature}",
+    }
+    exec(src, scope)
+    return scope["retry"]
+
+
 class Entry:
     """A kernel compiled for one signature at its first call, then closed to compilation.
 
-    ``Entry(kernel, restype, *argtypes)``; ``entry.call(*args)`` runs it.  Arguments
-    of another type raise ``TypeError`` (cheaply, see the module docstring): callers
-    catch it and take their checked path, which converts or explains.  One signature
-    also means one compiled specialisation of every kernel below the entry.
+    ``Entry(kernel, restype, *argtypes)``; ``entry.call(*args)`` runs it.  Inputs
+    (the read-only 'A' arrays of the signature) of another type are converted to
+    float64 once (``as_float64``, from numba's dispatcher: see the module
+    docstring); what cannot be converted raises ``TypeError``, which callers catch
+    to take their checked path.  One signature also means one compiled
+    specialisation of every kernel below the entry.
     """
 
-    __slots__ = ("call", "compiled", "kernel", "signature")
+    __slots__ = ("call", "compiled", "forwarder", "inputs", "kernel", "signature")
 
     def __init__(self, kernel, restype, *argtypes):
         self.kernel = kernel
         self.signature = restype(*argtypes)
         self.compiled = False
         self.call = self._first
+        # (position, ndim) of the inputs, the arguments converted on a type mismatch
+        self.inputs = tuple(
+            (k, t.ndim)
+            for k, t in enumerate(argtypes)
+            if isinstance(t, types.Array) and t.layout == "A" and not t.mutable
+        )
+        self.forwarder = None
 
     def compile(self):
         """Compile (or load from the disk cache) now; returns the dispatcher."""
@@ -257,16 +357,18 @@ class Entry:
             k.compile(self.signature)
             k.disable_compile()
             # register the accepted vector conversions with numba's type manager
-            # (global, per pair of types), then make refusals cheap on this dispatcher
+            # (global, per pair of types)
             formal = self.signature.args
-            for pos, t in enumerate(formal):
-                if isinstance(t, types.Array) and t.layout == "A" and not t.mutable:
-                    for x in _samples(t.ndim):
-                        actual = list(formal)
-                        actual[pos] = k.typeof_pyval(x)
-                        k.typingctx.install_possible_conversions(actual, formal)
+            for pos, ndim in self.inputs:
+                for x in _samples(ndim):
+                    actual = list(formal)
+                    actual[pos] = k.typeof_pyval(x)
+                    k.typingctx.install_possible_conversions(actual, formal)
+            # other types: no search (numba's types every argument in Python), then the
+            # fallback; the dispatcher borrows the fallback's reference: kept here
             k._search_new_conversions = _no_conversion
-            k._explain_matching_error = _refuse
+            self.forwarder = builtin_forwarder(_retry_function(self))
+            k._insert([types.pyobject._code] * len(formal), self.forwarder, objectmode=True)
             self.call = k
             self.compiled = True
         return k
@@ -296,9 +398,11 @@ __all__ = [
     "OUT",
     "OUT2",
     "Entry",
+    "as_float64",
     "as_input",
     "block",
     "block_int",
+    "builtin_forwarder",
     "entry",
     "install_cache_locator",
     "unliteral",

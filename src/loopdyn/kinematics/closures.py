@@ -222,7 +222,7 @@ def closure_terms(m, d, q, with_v, want_J):
     if want_J:
         J = d.J
         J[:, :] = 0.0
-        r0 = 0
+        r0 = unliteral(0)  # not Literal[int](0): one compiled _add_jacobian_rows, not two
         while r0 < m.nr:
             k = row_int[r0, 0]
             r1 = r0

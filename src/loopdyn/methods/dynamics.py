@@ -46,7 +46,7 @@ from loopdyn.methods.common import (
     closure_loads,
 )
 from loopdyn.tree import aba
-from loopdyn.validation import coerce, configuration, vector, workspace
+from loopdyn.validation import configuration, vector, workspace
 
 
 def _bind_entry(module):
@@ -160,13 +160,10 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None, indep
         return _forward_dynamics(model, q, v, tau, method, data, independent)
     qdd = _empty(nv)
     lam = _empty(nr)
-    try:
+    try:  # lists, ints, float32 are converted by the entry itself (numba_internals.Entry)
         st = call(q, v, zeros if tau is None else tau, qdd, lam)
-    except TypeError:
-        try:  # lists, ints, float32: converted once, then the compiled path
-            st = call(coerce(q), coerce(v), zeros if tau is None else coerce(tau), qdd, lam)
-        except (TypeError, ValueError):
-            return _forward_dynamics(model, q, v, tau, method, data)
+    except TypeError:  # not real numbers: the checked path explains
+        return _forward_dynamics(model, q, v, tau, method, data)
     if st > 0.0 and owner is model:
         return ForwardDynamicsResult(qdd, lam, info, st)
     return _forward_dynamics(model, q, v, tau, method, data, independent)

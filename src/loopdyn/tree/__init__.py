@@ -5,10 +5,10 @@ and optional external wrenches ``fext``: an (nb, 6) array or a dict ``{body: wre
 of wrenches ``[n; f]`` acting on each body, in the body frame, about the body origin.
 
 Each function hands its inputs straight to a compiled entry
-(``loopdyn.kernels.numba_internals.Entry``), which accepts every float64 vector and
-checks lengths, finiteness and quaternions itself.  Anything else (lists, ints,
-float32, a foreign ``data``) or a failed check takes the checked path, which
-converts or raises the error that names the culprit.
+(``loopdyn.kernels.numba_internals.Entry``), which accepts every float64 vector,
+converts lists, tuples, ints and float32 once, and checks lengths, finiteness and
+quaternions itself.  Anything else (complex, strings, a foreign ``data``) or a
+failed check takes the checked path, which raises the error that names the culprit.
 """
 
 import numpy as np
@@ -31,7 +31,7 @@ from loopdyn.kernels.views import handles
 from loopdyn.tree.aba import aba_kernel
 from loopdyn.tree.crba import crba_kernel
 from loopdyn.tree.rnea import rnea_kernel
-from loopdyn.validation import coerce, configuration, vector, workspace, wrenches
+from loopdyn.validation import configuration, vector, workspace, wrenches
 
 # statuses of the entries: OK (rnea, crba) / -1 (aba: no singular body), or a STATE_*
 _DONE = -1
@@ -111,12 +111,8 @@ def rnea(model, q, v, a, fext=None, data=None):
         try:
             if RNEA0.call(model._ctx, q, v, a, tau) == _DONE:
                 return tau
-        except TypeError:
-            try:  # lists, ints, float32: converted once, then the compiled path
-                if RNEA0.call(model._ctx, coerce(q), coerce(v), coerce(a), tau) == _DONE:
-                    return tau
-            except (TypeError, ValueError):
-                pass
+        except TypeError:  # not real numbers: the checked path explains
+            pass
     d = workspace(model, data)
     q = configuration(model, q)
     v = vector(v, model.nv, "v", model)
@@ -139,12 +135,8 @@ def crba(model, q, data=None):
         try:
             if CRBA.call(model._ctx, q, M) == _DONE:
                 return M
-        except TypeError:
-            try:
-                if CRBA.call(model._ctx, coerce(q), M) == _DONE:
-                    return M
-            except (TypeError, ValueError):
-                pass
+        except TypeError:  # not real numbers: the checked path explains
+            pass
     d = workspace(model, data)
     q = configuration(model, q)
     M = np.empty((model.nv, model.nv))
@@ -159,12 +151,8 @@ def aba(model, q, v, tau, fext=None, data=None):
         try:
             if ABA0.call(model._ctx, q, v, tau, qdd) == _DONE:
                 return qdd
-        except TypeError:
-            try:  # lists, ints, float32: converted once, then the compiled path
-                if ABA0.call(model._ctx, coerce(q), coerce(v), coerce(tau), qdd) == _DONE:
-                    return qdd
-            except (TypeError, ValueError):
-                pass
+        except TypeError:  # not real numbers: the checked path explains
+            pass
     d = workspace(model, data)
     q = configuration(model, q)
     v = vector(v, model.nv, "v", model)
