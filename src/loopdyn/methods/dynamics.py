@@ -163,7 +163,7 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None, indep
     try:  # lists, ints, float32 are converted by the entry itself (numba_internals.Entry)
         st = call(q, v, zeros if tau is None else tau, qdd, lam)
     except TypeError:  # not real numbers: the checked path explains
-        return _forward_dynamics(model, q, v, tau, method, data)
+        return _forward_dynamics(model, q, v, tau, method, data, independent)
     if st > 0.0 and owner is model:
         return ForwardDynamicsResult(qdd, lam, info, st)
     return _forward_dynamics(model, q, v, tau, method, data, independent)
