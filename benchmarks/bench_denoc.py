@@ -29,11 +29,15 @@ the ratios of the minima and of the medians to Pinocchio (or to augmented).
 """
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).parent))
 import loopdyn as ld
+import timing
 
 METHODS = ("augmented", "slm", "sslm", "recursive_lambda")
 
@@ -51,27 +55,7 @@ def _state(model, seed=0):
 
 def _pin(model, q, v, tau):
     """A zero-argument call of pin.constraintDynamics on ``model``, or None if not exportable."""
-    import pinocchio as pin
-
-    from loopdyn.interop.pinocchio import PinocchioExport
-
-    ex = PinocchioExport(model)
-    if ex.unexported:
-        return None, None
-    pd = ex.model.createData()
-    cms = pin.StdVec_RigidConstraintModel()
-    cds = pin.StdVec_RigidConstraintData()
-    for c in ex.constraints:
-        cms.append(c)
-        cds.append(c.createData())
-    pin.initConstraintDynamics(ex.model, pd, cms, cds)
-    prox = pin.ProximalSettings(1e-12, 1e-8, 20)
-    qp, vp, tp = ex.q(q), ex.v(v), ex.v(tau)
-
-    def call():
-        return pin.constraintDynamics(ex.model, pd, qp, vp, tp, cms, cds, prox)
-
-    return call, ex
+    return timing.pinocchio_call(model, q, v, tau)
 
 
 def _calls(fn, min_time):

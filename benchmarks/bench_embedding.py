@@ -35,6 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import loopdyn as ld
+import timing
 from bench_tree import _calls_per_run
 
 
@@ -63,26 +64,7 @@ def state(model, seed=0):
 
 
 def _pin_call(model, q, v, tau):
-    try:
-        import pinocchio as pin
-
-        from loopdyn.interop.pinocchio import PinocchioExport
-    except ImportError:  # pragma: no cover - optional peer
-        return None, None
-    ex = PinocchioExport(model)
-    if ex.unexported:
-        return None, None
-    pd = ex.model.createData()
-    cms = pin.StdVec_RigidConstraintModel()
-    for c in ex.constraints:
-        cms.append(c)
-    cds = pin.StdVec_RigidConstraintData()
-    for c in ex.constraints:
-        cds.append(c.createData())
-    pin.initConstraintDynamics(ex.model, pd, cms, cds)
-    prox = pin.ProximalSettings(1e-12, 1e-8, 20)
-    qp, vp, tp = ex.q(q), ex.v(v), ex.v(tau)
-    return (lambda: pin.constraintDynamics(ex.model, pd, qp, vp, tp, cms, cds, prox)), ex
+    return timing.pinocchio_call(model, q, v, tau)
 
 
 TIMER = time.process_time

@@ -27,6 +27,10 @@ median [min–max] over the rounds.  Timed:
 Before timing, every loopdyn method's q̈ is checked against rcr's to 1e-9 (rcr itself
 equals ``augmented`` to 1e-10 in ``tests/test_rcr.py``).  The log-log slope
 of ``rcr`` and ``entry`` from L = 64 to 1024 is printed at the end.
+
+``--plot PATH`` writes the paper's Fig. 11 from the medians: per-call cost against n
+with no constraints (``ld.aba`` on the open tree), the traditional O(n) method
+(``recursive_lambda``, the η + ζλ of eqs. 13–32) and RCR, with the other peers faint.
 """
 
 import argparse
@@ -53,38 +57,13 @@ def state(model, seed=0):
 
 
 def pin_calls(model, q, v, tau):
-    """{name: (call returning our q̈, None)} of Pinocchio's closed-loop solvers."""
-    try:
-        import pinocchio as pin
-
-        from loopdyn.interop.pinocchio import PinocchioExport
-    except ImportError:  # pragma: no cover - optional peer
-        return {}
-    ex = PinocchioExport(model)
-    if ex.unexported:
-        return {}
-    qp, vp, tp = ex.q(q), ex.v(v), ex.v(tau)
+    """{name: (call returning Pinocchio's q̈, export)} of Pinocchio's closed-loop solvers
+    (``timing.pinocchio_call``)."""
     out = {}
-    for name in ("constraintDynamics", "lcaba"):
-        pd = ex.model.createData()
-        cms = pin.StdVec_RigidConstraintModel()
-        cds = pin.StdVec_RigidConstraintData()
-        for c in ex.constraints:
-            cms.append(c)
-            cds.append(c.createData())
-        if name == "lcaba":
-            pin.computeJointMinimalOrdering(ex.model, pd, cms)
-            prox = pin.ProximalSettings(1e-12, 1e-4, 2000)
-            fn = pin.lcaba
-        else:
-            pin.initConstraintDynamics(ex.model, pd, cms, cds)
-            prox = pin.ProximalSettings(1e-12, 1e-8, 20)
-            fn = pin.constraintDynamics
-
-        def call(fn=fn, pd=pd, cms=cms, cds=cds, prox=prox):
-            return fn(ex.model, pd, qp, vp, tp, cms, cds, prox)
-
-        out["pin." + name] = (call, ex)
+    for name, prox in (("constraintDynamics", (1e-12, 1e-8, 20)), ("lcaba", (1e-12, 1e-4, 2000))):
+        call, ex = timing.pinocchio_call(model, q, v, tau, name, prox)
+        if call is not None:
+            out["pin." + name] = (call, ex)
     return out
 
 
@@ -153,16 +132,22 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=None, help="alternation rounds (default 15)")
     ap.add_argument("--max-call", type=float, default=0.1, help="drop a method above (s)")
     ap.add_argument("--wall", action="store_true", help="time with the wall clock")
+    ap.add_argument("--plot", type=Path, default=None, help="write Fig. 11 (a PNG) here")
+    ap.add_argument("--max-L", type=int, default=1024, help="largest L")
     args = ap.parse_args(argv)
     if not args.wall:
         timing.use_cpu_time()
     rounds = args.rounds or (5 if args.quick else 15)
     min_time = 0.01 if args.quick else 0.03
     Ls = [8, 16, 32, 64, 128, 256] + ([] if args.quick else [512, 1024])
+    Ls = [L for L in Ls if L <= args.max_L]
     print(f"timer: {'wall' if args.wall else 'process CPU'} time; {rounds} rounds alternated")
     print("per call: median µs; rcr / x: median [min–max] over the rounds\n")
+    print(f"Pinocchio peers up to L = {PIN_MAX_L} (their constraint data of the L = 256 "
+          "ladder exhaust 24 GiB); loopdyn methods dropped above --max-call\n")  # fmt: skip
     skip = set()
     series = []
+    curves = {}
     for L in Ls:
         model, med, ratios, eratios, errors = measure(L, rounds, min_time, args.max_call, skip)
         print(f"L = {L} (n = {model.nv}, m = {model.m})")
@@ -173,6 +158,8 @@ def main(argv=None):
         r, lo, hi = eratios["aba"]
         print(f"  entry / aba {r:.3f} [{lo:.3f}–{hi:.3f}]")
         series.append((L, med["rcr"], med["entry"], med["aba"]))
+        for name, t in med.items():
+            curves.setdefault(name, []).append((model.nv, t))
     arr = np.array(series)
     sel = arr[:, 0] >= 64
     if sel.sum() >= 2:
@@ -180,6 +167,38 @@ def main(argv=None):
         s = [np.polyfit(lx, np.log(arr[sel, k]), 1)[0] for k in (1, 2, 3)]
         print(f"\nlog-log slope over L = 64 … {int(arr[-1, 0])}: rcr {s[0]:.3f}, "
               f"entry {s[1]:.3f}, aba {s[2]:.3f}")  # fmt: skip
+    if args.plot is not None:
+        fig11(curves, args.plot)
+        print(f"Fig. 11 written to {args.plot}")
+
+
+def fig11(curves, path):
+    """The paper's Fig. 11 from measured medians: µs per call against n."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    main = {"aba": "no constraints (ld.aba, open tree)",
+            "recursive_lambda": "traditional O(n) (recursive_lambda)",
+            "rcr": "RCR (ld.forward_dynamics, method='rcr')"}  # fmt: skip
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for name, pts in curves.items():
+        if name == "entry":
+            continue
+        n, t = np.array(pts).T
+        if name in main:
+            ax.loglog(n, t, "o-", lw=2, label=main[name])
+        else:
+            ax.loglog(n, t, ".--", lw=1, alpha=0.5, label=name)
+    ax.set_xlabel("generalized coordinates n (spatial_ladder, m = n − 2)")
+    ax.set_ylabel("µs per forward-dynamics call (median)")
+    ax.set_title("Fig. 11: cost of the spatial ladder, measured")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

@@ -65,3 +65,43 @@ def fmt_ratio(r):
 
 def median_us(times, k):
     return float(np.median(times[:, k]))
+
+
+def pinocchio_call(model, q, v, tau, solver="constraintDynamics", prox=(1e-12, 1e-8, 20)):
+    """``(call, export)``: a zero-argument call of Pinocchio's closed-loop ``solver``
+    (``"constraintDynamics"``, or ``"lcaba"`` after ``computeJointMinimalOrdering``) on
+    ``model`` at (q, v, tau), with its fast ``StdVec_RigidConstraintModel`` /
+    ``StdVec_RigidConstraintData`` containers (a Python list is converted at every
+    call) and ``ProximalSettings(*prox)`` (accuracy, mu, iterations).  ``call()``
+    returns Pinocchio's q̈ in its layout (``export.v_from`` converts it); (None, None)
+    when Pinocchio is missing or cannot express the model's closures."""
+    try:
+        import pinocchio as pin
+
+        from loopdyn.interop.pinocchio import PinocchioExport
+    except ImportError:  # pragma: no cover - optional peer
+        return None, None
+    ex = PinocchioExport(model)
+    if ex.unexported:
+        return None, None
+    pd = ex.model.createData()
+    cms = pin.StdVec_RigidConstraintModel()
+    cds = pin.StdVec_RigidConstraintData()
+    for c in ex.constraints:
+        cms.append(c)
+        cds.append(c.createData())
+    if solver == "lcaba":
+        pin.computeJointMinimalOrdering(ex.model, pd, cms)
+        fn = pin.lcaba
+    elif solver == "constraintDynamics":
+        pin.initConstraintDynamics(ex.model, pd, cms, cds)
+        fn = pin.constraintDynamics
+    else:
+        raise ValueError(f"unknown Pinocchio solver {solver!r}")
+    settings = pin.ProximalSettings(*prox)
+    qp, vp, tp = ex.q(q), ex.v(v), ex.v(tau)
+
+    def call():
+        return fn(ex.model, pd, qp, vp, tp, cms, cds, settings)
+
+    return call, ex

@@ -1,6 +1,7 @@
 """The mechanism catalog: ``ld.examples.names()`` and ``ld.examples.get(name, **kw)``."""
 
 from loopdyn.examples.chains import closed_knee_leg, four_bar_chain, four_bar_cut, geared_chain
+from loopdyn.examples.fig9_ladders import fig9_pendulum, hooke_ladder, pendulum_ladder
 from loopdyn.examples.ladders import spatial_ladder, spatial_ladder_tree
 from loopdyn.examples.paper_mechanisms import carpet_scraper, excavator, three_rrr
 from loopdyn.examples.parallel import delta, stewart
@@ -17,6 +18,9 @@ _CATALOG = {
     "serial_arm": serial_arm,
     "random_tree": random_tree,
     "spatial_ladder_tree": spatial_ladder_tree,
+    "hooke_ladder": hooke_ladder,
+    "pendulum_ladder": pendulum_ladder,
+    "fig9_pendulum": fig9_pendulum,
     "carpet_scraper": carpet_scraper,
     "three_rrr": three_rrr,
     "excavator": excavator,
@@ -62,14 +66,17 @@ __all__ = [
     "closed_knee_leg",
     "delta",
     "excavator",
+    "fig9_pendulum",
     "five_bar",
     "four_bar",
     "four_bar_chain",
     "four_bar_cut",
     "geared_chain",
     "get",
+    "hooke_ladder",
     "names",
     "parameters",
+    "pendulum_ladder",
     "planar_ladder",
     "random_tree",
     "rod",

@@ -133,7 +133,7 @@ def check_method(model, method, data=None):
                 pass
 
 
-def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
+def forward_dynamics(model, q, v, tau=None, method="augmented", data=None, independent=None):
     """Accelerations and closure multipliers of a closed-loop model.
 
     In: a consistent state ``q`` (nq), ``v`` (nv) and joint forces ``tau`` (nv;
@@ -144,33 +144,41 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None):
     aggregated tree, ``loopdyn.methods.embedding``) or ``"denoc"`` (Saha &
     Schiehlen's minimal-order recursion for parallel mechanisms; ``ModelError`` for
     other models, see ``ld.parallel_structure``).
+    ``independent`` (``"rcr"`` only): its independent coordinates, joint names or
+    indices into v (``loopdyn.methods.rcr.RcrPlan``; default the paper's choice); a
+    choice that does not fit raises ``ValueError`` or a ``SingularityError`` naming
+    the loop, an ill-conditioned one is re-selected at run time.
     Out: :class:`ForwardDynamicsResult` with ``qdd``, ``lam`` (see its docstring
     for their meaning and frames), ``rank``, ``dropped`` and ``condition``.
     Raises :class:`SingularityError` if no method can solve the configuration
     (M or J M⁻¹ Jᵀ singular: a singular configuration of the mechanism).
     """
     try:
-        call, nv, nr, zeros, info, owner = (model._data if data is None else data).bound[method]
+        key = method if independent is None else (method, tuple(independent))
+        call, nv, nr, zeros, info, owner = (model._data if data is None else data).bound[key]
     except (AttributeError, KeyError, TypeError):
-        return _forward_dynamics(model, q, v, tau, method, data)
+        return _forward_dynamics(model, q, v, tau, method, data, independent)
     qdd = _empty(nv)
     lam = _empty(nr)
     try:  # lists, ints, float32 are converted by the entry itself (numba_internals.Entry)
         st = call(q, v, zeros if tau is None else tau, qdd, lam)
     except TypeError:  # not real numbers: the checked path explains
-        return _forward_dynamics(model, q, v, tau, method, data)
+        return _forward_dynamics(model, q, v, tau, method, data, independent)
     if st > 0.0 and owner is model:
         return ForwardDynamicsResult(qdd, lam, info, st)
-    return _forward_dynamics(model, q, v, tau, method, data)
+    return _forward_dynamics(model, q, v, tau, method, data, independent)
 
 
 _empty = np.empty
 
 
-def _forward_dynamics(model, q, v, tau, method, data):
+def _forward_dynamics(model, q, v, tau, method, data, independent=None):
     """The checked path: conversions, rank handling, retries, fallback, errors."""
     if method not in BINDERS:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
+    if independent is not None and method != "rcr":
+        raise ValueError(f"independent= chooses RCR's coordinates: method='rcr', not {method!r}")
+    key = method if independent is None else (method, tuple(independent))
     d = workspace(model, data)
     nv = model.nv
     q = configuration(model, q)
@@ -190,15 +198,18 @@ def _forward_dynamics(model, q, v, tau, method, data):
             used = "augmented"  # the dense KKT solve as the stable fallback
             if method == "augmented":
                 break
-        bound = d.bound.get(used)
+        ukey, binder = (key, partial(rcr.bind, independent=independent)) if (
+            used == method and independent is not None
+        ) else (used, BINDERS[used])  # fmt: skip
+        bound = d.bound.get(ukey)
         if bound is None:
             try:
-                call = BINDERS[used](model, d)
+                call = binder(model, d)
             except DependentRows:  # a SELF_RANKED method given every row
                 info = _redetect(model, q, d)
-                call = BINDERS[used](model, d)
+                call = binder(model, d)
             tag = (used, model.m, NO_ROWS)
-            bound = d.bound[used] = (call, nv, model.m, d.zeros, tag, model)
+            bound = d.bound[ukey] = (call, nv, model.m, d.zeros, tag, model)
         call = bound[0]
         qdd = np.empty(nv)
         lam = np.empty(model.m)
@@ -226,6 +237,8 @@ def _forward_dynamics(model, q, v, tau, method, data):
         d.rank_info = None
         d.set_rows(np.arange(model.m, dtype=np.int64))
         d.bound.clear()
+        if method == "rcr":  # the loop RCR could not solve, when one failed
+            rcr.explain(model, d, q, v, tau, independent, f"the dense fallback failed too: {msg}")
         raise SingularityError(msg)
     lam = lam[: info.rank]
     if info.dropped.size:
@@ -233,7 +246,7 @@ def _forward_dynamics(model, q, v, tau, method, data):
         J = d.J
         lam = np.linalg.lstsq(J.T, J[info.independent].T @ lam, rcond=None)[0]
     if info.dropped.size or used != method:
-        d.bound.pop(method, None)  # the fast path handles independent rows only
+        d.bound.pop(key, None)  # the fast path handles independent rows only
     return ForwardDynamicsResult(qdd, lam, (used, info.rank, info.dropped), st)
 
 

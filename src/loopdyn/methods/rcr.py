@@ -78,6 +78,13 @@ kernel = entry  # compiled like entries: no allocation, no reference counting
 # which Y1 counts as singular (Sec. 4.4)
 RESELECT = E.RESELECT
 SINGULAR_RATIO = E.SINGULAR_RATIO
+# below this pivot ratio the 1-norm condition number of Y1 is computed too, and above
+# COND_MAX the dependent coordinates are chosen again: the pivot ratio of a large
+# (merged) block or of a chosen ``independent=`` set can miss a cond(Y1) of 1e4, whose
+# X = −Y1⁻¹ J_other then carries cond(Y1)² into the reduced mass matrix (q̈ off by 5e-8
+# on stewart for such a choice)
+CHECK_RATIO = 0.1
+COND_MAX = 2e2
 
 # ------------------------------------------------------------------ the plan
 # RCR's header, after embedding's (``E.NHEAD`` entries): offsets of its arrays
@@ -114,12 +121,20 @@ class RcrPlan:
 
     ``blocks``: per block ``(aggregated body, closure names, path v indices,
     independent v indices, dependent v indices)`` as first chosen.
+
+    ``independent``: None for the paper's choice, else the chosen independent
+    coordinates (v indices, ``independent_columns``): each loop's dependent ones are
+    then its coordinates not fixed by earlier loops and not chosen; coordinates outside
+    the loops are independent whether listed or not.  ``ValueError`` if their number
+    does not fit the loops' rows, :class:`SingularityError` naming the loop if a loop is
+    left fewer dependent coordinates than rows (an invalid choice, Sec. 4.4).
     """
 
-    def __init__(self, model, rows):
+    def __init__(self, model, rows, independent=None):
         from loopdyn.topology.aggregation import structure
 
         rows = np.asarray(rows, dtype=np.int64)
+        chosen = None if independent is None else {int(c) for c in independent}
         pos = {int(r): t for t, r in enumerate(rows)}
         cuts, groups, aggregate_of = structure(model)
         topo = model.topo
@@ -149,7 +164,24 @@ class RcrPlan:
                 flags[b] = (E.HAS_INNER if inner else 0) | (E.RIGID if rigid else 0)
             vcols = [int(topo[b, 3]) + c for b in bodies for c in range(topo[b, 5])]
             loops = [self._loop(model, cuts[c].index, pos, colstart) for c in sorted(ix)]
-            sblocks = self._schedule(model, loops, local, len(rows) == model.m)
+            ind = None if chosen is None else {c for c, vc in enumerate(vcols) if vc in chosen}
+            if ind is not None:
+                coords = _coordinate_names(model)
+                need = local - sum(len(lp["rows"]) for lp in loops)
+                onpath = {c for lp in loops for c in lp["path"]}
+                listed = ind & onpath
+                free = set(range(local)) - onpath
+                if len(listed | free) != need:
+                    cl = [model.closures[kc] for lp in loops for kc, _, _ in lp["closures"]]
+                    raise ValueError(
+                        f"{model.name}: independent={sorted(vcols[c] for c in listed)} "
+                        f"({', '.join(coords[vcols[c]] for c in sorted(listed)) or 'none'}) "
+                        f"does not fit the loops {', '.join(cl)}: {need} independent "
+                        f"coordinates are needed among "
+                        f"{', '.join(coords[v] for v in vcols)} (indices into v)"
+                    )
+            labels = [coords[c] for c in vcols] if ind is not None else None
+            sblocks = self._schedule(model, loops, local, len(rows) == model.m, ind, labels)
             ns = local
             k = sum(len(b["cand"]) - len(b["rows"]) for b in sblocks)
             B = len(bodies)
@@ -166,7 +198,7 @@ class RcrPlan:
             for b in sblocks:
                 mb, nu, npth = len(b["rows"]), len(b["cand"]), len(b["path"])
                 nind = nu - mb
-                sizes = (mb * npth, mb, mb * mb, max(mb * nu, mb + npth, 1))
+                sizes = (mb * npth, mb, mb * mb, max(mb * nu, mb + npth, mb * (k + 1), 1))
                 offs = []
                 for size in sizes:
                     offs.append(nflt)
@@ -295,11 +327,12 @@ class RcrPlan:
         return dict(closures=[(k, sel, pb)], rows=sel, path=path)
 
     @staticmethod
-    def _schedule(model, loops, ns, all_rows):
+    def _schedule(model, loops, ns, all_rows, ind=None, labels=None):
         """Blocks in solution order: each with m rows and ≥ m coordinates not fixed by
         earlier blocks (``cand``: positions in its path, the first ``len(cand) − m``
-        independent, the paper's choice).  Loops that no order can take one by one are
-        merged; coordinates of no loop form a first block without rows."""
+        independent: the paper's choice, or those in ``ind``, local columns chosen
+        independent).  Loops that no order can take one by one are merged; coordinates
+        of no loop form a first block without rows."""
         determined = set()
         for lp in loops:
             determined.update(lp["path"])
@@ -317,9 +350,12 @@ class RcrPlan:
                     if all_rows:  # rows not yet reduced to an independent set (SELF_RANKED)
                         raise DependentRows(msg)
                     raise ModelError(f"{msg}: use method='embedding' or 'sslm'")
-            blocks, stuck = RcrPlan._greedy(loops, set(free))
+            blocks, stuck = RcrPlan._greedy(loops, set(free), ind)
             if stuck is None:
                 return out + blocks
+            if ind is not None and (stuck < 0 or len(loops) == 1):
+                lp = loops[stuck if stuck >= 0 else -stuck - 1]
+                RcrPlan._invalid(model, lp, ind, blocks, labels)
             # coupled loops without a sequential structure (beyond the paper): the stuck
             # loop is merged with the loop sharing most coordinates with it, and again
             x = loops.pop(stuck)
@@ -328,16 +364,26 @@ class RcrPlan:
             loops.insert(min(stuck, len(loops)), RcrPlan._merge(model, y, x))
 
     @staticmethod
-    def _greedy(loops, known):
+    def _greedy(loops, known, ind=None):
         """Loops in the first order where each has at least m_i coordinates not fixed by
-        the loops before it: (blocks, None), or (partial, index of a stuck loop)."""
+        the loops before it (exactly m_i not in ``ind`` when given): (blocks, None), or
+        (partial, index of a stuck loop), or (partial, −1 − index) of a loop left fewer
+        dependent coordinates than rows by ``ind``."""
         pending = list(range(len(loops)))
         out = []
         while pending:
             for li in pending:
                 lp = loops[li]
                 cand = [p for p, c in enumerate(lp["path"]) if c not in known]
-                if len(cand) >= len(lp["rows"]):
+                if ind is None:
+                    if len(cand) >= len(lp["rows"]):
+                        break
+                    continue
+                dep = [p for p in cand if lp["path"][p] not in ind]
+                if len(dep) < len(lp["rows"]):
+                    return out, -1 - li
+                if len(dep) == len(lp["rows"]):
+                    cand = [p for p in cand if lp["path"][p] in ind] + dep
                     break
             else:
                 return out, pending[0]
@@ -346,6 +392,25 @@ class RcrPlan:
             out.append(dict(lp, cand=cand))
             known.update(lp["path"])
         return out, None
+
+    @staticmethod
+    def _invalid(model, lp, ind, blocks, labels):
+        """The :class:`SingularityError` of a chosen set of independent coordinates that
+        leaves loop ``lp`` more or fewer dependent coordinates than rows (``labels``: the
+        coordinate names of the local columns)."""
+        known = {c for b in blocks for c in b["path"]}
+        free = [c for c in lp["path"] if c not in known]
+        dep = [c for c in free if c not in ind]
+        names = ", ".join(model.closures[kc] for kc, _, _ in lp["closures"])
+        raise SingularityError(
+            f"{model.name}: RCR loop {names}: of its joints not fixed by earlier loops "
+            f"({', '.join(labels[c] for c in free) or 'none'}) the chosen independent "
+            f"coordinates leave {', '.join(labels[c] for c in dep) or 'none'} dependent, "
+            f"{len(dep)} for its {len(lp['rows'])} rows (Y1 is "
+            f"{len(lp['rows'])} × {len(dep)}, condition number inf): an invalid choice "
+            "(Sec. 4.4); choose independent coordinates so that every loop keeps as many "
+            "undetermined coordinates as rows, or leave independent=None"
+        )
 
     @staticmethod
     def _merge(model, x, y):
@@ -368,14 +433,54 @@ class RcrPlan:
         return dict(closures=closures, rows=x["rows"] + y["rows"], path=path)
 
 
-def plan_for(model, d):
-    """The :class:`RcrPlan` of ``d``'s current independent rows, cached in ``d.plans``."""
+def plan_for(model, d, independent=None):
+    """The :class:`RcrPlan` of ``d``'s current independent rows and the chosen
+    ``independent`` coordinates (None: the paper's choice; else as
+    ``independent_columns``), cached in ``d.plans``."""
     rows = d.rows[: d.nrows]
-    key = ("rcr", rows.tobytes())
+    ind = None if independent is None else independent_columns(model, independent)
+    key = ("rcr", rows.tobytes(), None if ind is None else ind.tobytes())
     p = d.plans.get(key)
     if p is None:
-        p = d.plans[key] = RcrPlan(model, np.array(rows))
+        p = d.plans[key] = RcrPlan(model, np.array(rows), ind)
     return p
+
+
+def independent_columns(model, independent):
+    """The v indices (sorted, unique int64) of ``independent``: joint names (all their
+    coordinates), coordinate names ``"joint[c]"`` of multi-coordinate joints, or
+    indices into v.  ``ValueError`` naming an unknown or fixed joint or a bad index."""
+    if isinstance(independent, str | bytes):
+        independent = [independent]
+    names = {}
+    for i, j in enumerate(model.joint_names):
+        start, n = int(model.topo[i, 3]), int(model.topo[i, 5])
+        names[j] = list(range(start, start + n))
+        if n > 1:
+            names.update({f"{j}[{c}]": [start + c] for c in range(n)})
+    cols = []
+    for x in np.asarray(independent, dtype=object).reshape(-1):
+        if isinstance(x, str):
+            if x not in names:
+                raise ValueError(
+                    f"{model.name}: independent: unknown joint {x!r}; joints: "
+                    f"{', '.join(model.joint_names)}"
+                )
+            if not names[x]:
+                raise ValueError(f"{model.name}: independent: joint {x!r} has no coordinate")
+            cols.extend(names[x])
+        elif isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_):
+            if not 0 <= x < model.nv:
+                raise ValueError(
+                    f"{model.name}: independent: index {x} out of range (indices into v, "
+                    f"nv = {model.nv})"
+                )
+            cols.append(int(x))
+        else:
+            raise ValueError(
+                f"{model.name}: independent: {x!r} is neither a joint name nor an index into v"
+            )
+    return np.unique(np.array(cols, dtype=np.int64))
 
 
 # ------------------------------------------------------------------ a loop's kinematics
@@ -404,40 +509,38 @@ def loop_jacobian(m, d, ip, fw, b):
         k, r0, mc, npb, opb = ip[o + C_K], ip[o + C_ROW0], ip[o + C_M], ip[o + C_NPB], ip[o + C_PB]
         pb = ip[ip[R_PB] + opb : ip[R_PB] + opb + 3 * npb]
         P0, P1, P2 = cw[k, 7, 0], cw[k, 7, 1], cw[k, 7, 2]
+        coupling = False
         for t in range(mc):
-            i = r0 + t
-            rr = rows[i]
-            g[i] = d.gamma[rr]
+            rr = rows[r0 + t]
+            g[r0 + t] = d.gamma[rr]
             if row_int[rr, 1] == COUPLING:
-                J[i, pb[5]] += 1.0
-                J[i, pb[2]] -= row_vec[rr, 0, 0]
-                continue
-            trans = row_int[rr, 1] == TRANSLATION
-            u0, u1, u2 = rw[rr, 0, 0], rw[rr, 0, 1], rw[rr, 0, 2]
-            n0, n1, n2 = rw[rr, 2, 0], rw[rr, 2, 1], rw[rr, 2, 2]
-            for e in range(npb):
-                j, p0 = pb[3 * e], pb[3 * e + 2]
-                sign = 1.0 if pb[3 * e + 1] == 1 else -1.0
-                d0, d1, d2 = P0 - Xw[j, 3, 0], P1 - Xw[j, 3, 1], P2 - Xw[j, 3, 2]
-                for kk in range(topo[j, 5]):
-                    s0, s1, s2 = S[j, 0, kk], S[j, 1, kk], S[j, 2, kk]
-                    w0 = Xw[j, 0, 0] * s0 + Xw[j, 0, 1] * s1 + Xw[j, 0, 2] * s2
-                    w1 = Xw[j, 1, 0] * s0 + Xw[j, 1, 1] * s1 + Xw[j, 1, 2] * s2
-                    w2 = Xw[j, 2, 0] * s0 + Xw[j, 2, 1] * s1 + Xw[j, 2, 2] * s2
-                    if trans:
-                        s3, s4, s5 = S[j, 3, kk], S[j, 4, kk], S[j, 5, kk]
-                        l0 = Xw[j, 0, 0] * s3 + Xw[j, 0, 1] * s4 + Xw[j, 0, 2] * s5
-                        l1 = Xw[j, 1, 0] * s3 + Xw[j, 1, 1] * s4 + Xw[j, 1, 2] * s5
-                        l2 = Xw[j, 2, 0] * s3 + Xw[j, 2, 1] * s4 + Xw[j, 2, 2] * s5
-                        # velocity of the point p_B: l + ω × (p_B − o_j)
-                        val = (
-                            u0 * (l0 + w1 * d2 - w2 * d1)
-                            + u1 * (l1 + w2 * d0 - w0 * d2)
-                            + u2 * (l2 + w0 * d1 - w1 * d0)
-                        )
+                J[r0 + t, pb[5]] += 1.0
+                J[r0 + t, pb[2]] -= row_vec[rr, 0, 0]
+                coupling = True
+        if coupling:
+            continue
+        # per path column its world axis w = R_j S_ω and the velocity of the point p_B,
+        # l + w × (p_B − o_j), once; then one dot product per row
+        for e in range(npb):
+            j, p0 = pb[3 * e], pb[3 * e + 2]
+            sign = 1.0 if pb[3 * e + 1] == 1 else -1.0
+            d0, d1, d2 = P0 - Xw[j, 3, 0], P1 - Xw[j, 3, 1], P2 - Xw[j, 3, 2]
+            for kk in range(topo[j, 5]):
+                s0, s1, s2 = S[j, 0, kk], S[j, 1, kk], S[j, 2, kk]
+                w0 = Xw[j, 0, 0] * s0 + Xw[j, 0, 1] * s1 + Xw[j, 0, 2] * s2
+                w1 = Xw[j, 1, 0] * s0 + Xw[j, 1, 1] * s1 + Xw[j, 1, 2] * s2
+                w2 = Xw[j, 2, 0] * s0 + Xw[j, 2, 1] * s1 + Xw[j, 2, 2] * s2
+                s3, s4, s5 = S[j, 3, kk], S[j, 4, kk], S[j, 5, kk]
+                t0 = Xw[j, 0, 0] * s3 + Xw[j, 0, 1] * s4 + Xw[j, 0, 2] * s5 + w1 * d2 - w2 * d1
+                t1 = Xw[j, 1, 0] * s3 + Xw[j, 1, 1] * s4 + Xw[j, 1, 2] * s5 + w2 * d0 - w0 * d2
+                t2 = Xw[j, 2, 0] * s3 + Xw[j, 2, 1] * s4 + Xw[j, 2, 2] * s5 + w0 * d1 - w1 * d0
+                for t in range(mc):
+                    rr = rows[r0 + t]
+                    if row_int[rr, 1] == TRANSLATION:
+                        val = rw[rr, 0, 0] * t0 + rw[rr, 0, 1] * t1 + rw[rr, 0, 2] * t2
                     else:
-                        val = n0 * w0 + n1 * w1 + n2 * w2
-                    J[i, p0 + kk] += sign * val
+                        val = rw[rr, 2, 0] * w0 + rw[rr, 2, 1] * w1 + rw[rr, 2, 2] * w2
+                    J[r0 + t, p0 + kk] += sign * val
 
 
 @kernel
@@ -465,6 +568,31 @@ def factor_loop(ip, fw, b):
     for i in range(mb):
         small = min(small, abs(LU[i, i]))
     return small / big
+
+
+@kernel
+def loop_condition(ip, fw, b):
+    """‖Y1‖₁ ‖Y1⁻¹‖₁ of block b from ``factor_loop``'s LU (m_i solves)."""
+    bt = ip[ip[R_BLK] + b * NBLK : ip[R_BLK] + (b + 1) * NBLK]
+    mb, npth, nind = bt[B_M], bt[B_NP], bt[B_NIND]
+    J = block(fw, bt[B_J], (mb, npth))
+    LU = block(fw, bt[B_LU], (mb, mb))
+    y = block(fw, bt[B_T], mb)
+    cand = ip[ip[R_CAND] + bt[B_CAND] : ip[R_CAND] + bt[B_CAND] + bt[B_NU]]
+    piv = ip[ip[R_PIV] + bt[B_PIV] : ip[R_PIV] + bt[B_PIV] + mb]
+    norm = inorm = 0.0
+    for c in range(mb):
+        t = 0.0
+        for i in range(mb):
+            t += abs(J[i, cand[nind + c]])
+            y[i] = 1.0 if i == c else 0.0
+        norm = max(norm, t)
+        lu_solve(LU, mb, piv, y)
+        t = 0.0
+        for i in range(mb):
+            t += abs(y[i])
+        inorm = max(inorm, t)
+    return norm * inorm
 
 
 @kernel
@@ -537,7 +665,7 @@ def reduce_loops(m, d, ip, fw, s):
     for b in range(aggb[s], aggb[s + 1]):
         loop_jacobian(m, d, ip, fw, b)
         ratio = factor_loop(ip, fw, b)
-        if ratio < RESELECT:
+        if ratio < RESELECT or (ratio < CHECK_RATIO and loop_condition(ip, fw, b) > COND_MAX):
             reselect(ip, fw, b)
             ratio = factor_loop(ip, fw, b)
         bt = ip[ip[R_BLK] + b * NBLK : ip[R_BLK] + (b + 1) * NBLK]
@@ -550,7 +678,7 @@ def reduce_loops(m, d, ip, fw, s):
         J = block(fw, bt[B_J], (mb, npth))
         g = block(fw, bt[B_G], mb)
         LU = block(fw, bt[B_LU], (mb, mb))
-        y = block(fw, bt[B_T], mb)
+        Y = block(fw, bt[B_T], (mb, k + 1))
         cand = ip[ip[R_CAND] + bt[B_CAND] : ip[R_CAND] + bt[B_CAND] + bt[B_NU]]
         isdep = ip[ip[R_DEP] + bt[B_PATH] : ip[R_DEP] + bt[B_PATH] + npth]
         path = ip[ip[R_PATH] + bt[B_PATH] : ip[R_PATH] + bt[B_PATH] + npth]
@@ -563,19 +691,46 @@ def reduce_loops(m, d, ip, fw, s):
             zeta[col] = 0.0
         if mb == 0:
             continue
-        for c in range(k + 1):  # columns of X, then ζ
+        # right-hand sides [−J_other X_other | γ − J_other ζ_other] (mb × (k + 1)), then
+        # one multi-column solve with Y1's LU
+        for i in range(mb):
+            for c in range(k):
+                Y[i, c] = 0.0
+            Y[i, k] = g[i]
+        for p in range(npth):
+            if isdep[p] != 0:
+                continue
+            row = path[p]
             for i in range(mb):
-                acc = 0.0 if c < k else g[i]
-                for p in range(npth):
-                    if isdep[p] == 0:
-                        acc -= J[i, p] * (X[path[p], c] if c < k else zeta[path[p]])
-                y[i] = acc
-            lu_solve(LU, mb, piv, y)
-            for jx in range(mb):
-                if c < k:
-                    X[path[cand[nind + jx]], c] = y[jx]
-                else:
-                    zeta[path[cand[nind + jx]]] = y[jx]
+                jip = J[i, p]
+                if jip != 0.0:
+                    for c in range(k):
+                        Y[i, c] -= jip * X[row, c]
+                    Y[i, k] -= jip * zeta[row]
+        for i in range(mb):  # row pivots, as lu_solve
+            pi = piv[i]
+            if pi != i:
+                for c in range(k + 1):
+                    Y[i, c], Y[pi, c] = Y[pi, c], Y[i, c]
+        for i in range(mb):
+            for r in range(i):
+                f = LU[i, r]
+                if f != 0.0:
+                    for c in range(k + 1):
+                        Y[i, c] -= f * Y[r, c]
+        for i in range(mb - 1, -1, -1):
+            for r in range(i + 1, mb):
+                f = LU[i, r]
+                if f != 0.0:
+                    for c in range(k + 1):
+                        Y[i, c] -= f * Y[r, c]
+            f = LU[i, i]
+            for c in range(k + 1):
+                Y[i, c] /= f
+            col = path[cand[nind + i]]
+            for c in range(k):
+                X[col, c] = Y[i, c]
+            zeta[col] = Y[i, k]
     return worst
 
 
@@ -674,6 +829,7 @@ def rcr_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     ratio of the loops (> 0) or a status < 0 (``methods.common``).
     """
     nb = m.nb
+    ip[R_FAIL] = -1
     agg = ip[ip[E.H_AGG] : ip[E.H_AGG] + ip[E.H_NA] * E.NAGG]
     aggof = ip[ip[E.H_AGGOF] : ip[E.H_AGGOF] + nb]
     IA, pA, V, inertia = d.IA, d.pA, d.V, m.inertia
@@ -742,24 +898,41 @@ def rcr_entry(ctx, pbuf, q, v, tau, qdd, lam):
 ENTRY = Entry(rcr_entry, types.float64, BUF, BUF, IN, IN, IN, OUT, OUT)
 
 
-def bind(model, d):
+def bind(model, d, independent=None):
     """The ``ld.forward_dynamics`` call of RCR on ``d`` for its current independent rows:
-    ``(q, v, tau, qdd, lam) -> quality > 0 or a status < 0``.
+    ``(q, v, tau, qdd, lam) -> quality > 0 or a status < 0``.  ``independent``: the
+    chosen independent coordinates (``RcrPlan``; None for the paper's choice).
 
     Raises :class:`loopdyn.ModelError` for loops that cannot be treated (none in the
-    catalog: loops that cannot be solved one by one are merged).  The dense J is only
-    read when rows were dropped as redundant."""
-    plan = plan_for(model, d)
+    catalog: loops that cannot be solved one by one are merged), ``DependentRows`` when
+    a choice of ``independent`` is to be checked before the rank was detected, and
+    ``RcrPlan``'s errors for a choice that does not fit.  The dense J is only read when
+    rows were dropped as redundant."""
+    if independent is not None and d.rank_info is None:
+        raise DependentRows(f"{model.name}: independent= is checked against the closure rank")
+    plan = plan_for(model, d, independent)
     if d.nrows < model.m:
         d.ensure_dense()
     return partial(ENTRY.compile(), d.ctx, plan.buf)
 
 
-def explain(model, d):
-    """Raise the :class:`SingularityError` of the last ``SINGULAR`` RCR call on ``d``: the
-    loop, its undetermined joints and the condition number of its Y1 (Sec. 4.4); nothing
-    if no loop failed."""
-    plan = plan_for(model, d)
+def explain(model, d, q=None, v=None, tau=None, independent=None, also=""):
+    """Raise the :class:`SingularityError` of a loop that RCR could not solve: the loop,
+    its undetermined joints and the condition number of its Y1 (Sec. 4.4); nothing if
+    no loop failed.  Without ``q``: the last call on ``d``'s current plan; with ``q``,
+    ``v``, ``tau``: RCR run again there on every row (the runner's hook, after a failed
+    call).  ``also`` is appended to the message."""
+    if q is not None:
+        try:
+            plan = plan_for(model, d, independent)
+        except (DependentRows, ModelError, SingularityError):
+            return
+        if d.nrows < model.m:
+            d.ensure_dense()
+        qdd, lam = np.empty(model.nv), np.empty(d.nrows)
+        if ENTRY.compile()(d.ctx, plan.buf, q, v, tau, qdd, lam) != SINGULAR:
+            return
+    plan = plan_for(model, d, independent)
     b = int(plan.ip[R_FAIL])
     if b < 0:
         return
@@ -774,8 +947,8 @@ def explain(model, d):
     raise SingularityError(
         f"{model.name}: RCR loop {', '.join(names)}: no well-conditioned choice of its "
         f"{mb} dependent coordinates among {', '.join(coords[path[p]] for p in cand)} "
-        f"(condition number of Y1 {cond:.3g}): a singular configuration of the loop; "
-        "use method='augmented' or move away from it"
+        f"(condition number of Y1 {cond:.3g}): a singular configuration of the loop"
+        + (f"; {also}" if also else "; use method='augmented' or move away from it")
     )
 
 
@@ -788,4 +961,4 @@ def _coordinate_names(model):
     return out
 
 
-__all__ = ["ENTRY", "RcrPlan", "bind", "explain", "plan_for"]
+__all__ = ["ENTRY", "RcrPlan", "bind", "explain", "independent_columns", "plan_for"]

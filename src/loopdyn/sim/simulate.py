@@ -50,6 +50,7 @@ from loopdyn.errors import (
 )
 from loopdyn.kinematics.closures import closure_residual, constraints
 from loopdyn.methods import dynamics
+from loopdyn.methods.rcr import independent_columns
 from loopdyn.sim import compiled as compiled_loop
 from loopdyn.sim.integrators import INTEGRATORS, IntegratorFailure, RK4Stepper, ScipyStepper
 from loopdyn.sim.stabilization import STABILIZATIONS, MobilityChange, System, tau_function
@@ -152,7 +153,9 @@ def simulate(
       times).
       ``stabilization``: ``"none"``, ``"baumgarte"`` (gains ``baumgarte=(α,
       β)``), ``"projection"`` or ``"partitioning"`` (initial ``independent``
-      coordinates, indices into v, default from ``ld.partition``; re-selected
+      coordinates, indices into v or joint names, default from ``ld.partition``; with
+      ``method="rcr"`` they are RCR's independent coordinates too, see
+      ``ld.forward_dynamics``; re-selected
       when cond(J_d) > ``repartition_cond`` unless ``repartition=False``); see
       the module docstring.  ``constraint_tol``: Newton tolerance on max |Φ|
       (projection, partitioning) and on J v.
@@ -196,6 +199,8 @@ def simulate(
     gains, repartition_cond, constraint_tol = a["gains"], a["repartition_cond"], a["constraint_tol"]
     d = model.data if data is None else data
     dynamics.check_method(model, method, d)  # a method that does not apply: ModelError, now
+    if independent is not None:  # joint names or indices into v: a ValueError, now
+        independent = independent_columns(model, independent)
     if method in dynamics.MINIMAL_METHODS and model.m and stabilization != "partitioning":
         warnings.warn(
             f"method={method!r} computes from the independent rates: the integrator's "
@@ -213,6 +218,8 @@ def simulate(
     mode = stabilization if model.m else "none"
     if compiled is not False and data is None:
         why = compiled_loop.eligible(model, tau, integrator, mode, progress)
+        if why is None and method == "rcr" and independent is not None and model.m:
+            why = "independent= with method='rcr' (the compiled loop uses RCR's own choice)"
         if why is None:
             traj = compiled_loop.run(
                 model, q, v, tau_function(model, tau)(0.0, q, v), method, integrator, mode, a,
@@ -499,7 +506,9 @@ def _trajectory(system, T, Q, V, stats, integrator, rtol, atol, completed, messa
         except Exception:  # a failing controller: keep the state, mark τ unknown
             tau[i] = np.nan
         try:
-            res = dynamics.forward_dynamics(model, q, v, tau[i], method=system.method, data=d)
+            res = dynamics.forward_dynamics(
+                model, q, v, tau[i], method=system.method, data=d, **system.fd_options
+            )
             qdd[i] = res.qdd
             if res.lam is not None and m:
                 lam[i] = res.lam

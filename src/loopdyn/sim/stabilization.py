@@ -82,6 +82,9 @@ class System:
         self.orientation = 0.0  # sign of det J_d for the current partition
         self.G = None
         self._independent = independent
+        # RCR's own independent coordinates follow the chosen ones (ld.forward_dynamics)
+        rcr_choice = method == "rcr" and independent is not None and self.closed
+        self.fd_options = {"independent": independent} if rcr_choice else {}
 
     # ---- setup at a consistent state
     def start(self, q, v):
@@ -193,8 +196,9 @@ class System:
         d, v = y[:n], y[n:]
         q = self.chart.q(d)
         res = dynamics.forward_dynamics(
-            self.model, q, v, self.tau_fn(t, q, v), method=self.method, data=self.data
-        )
+            self.model, q, v, self.tau_fn(t, q, v), method=self.method, data=self.data,
+            **self.fd_options,
+        )  # fmt: skip
         out = np.empty(2 * n)
         out[:n] = self.chart.rate(d, v)
         out[n:] = res.qdd
@@ -205,8 +209,9 @@ class System:
     def rhs_reduced(self, t, y):
         d, q, v = self._dependent(y)
         res = dynamics.forward_dynamics(
-            self.model, q, v, self.tau_fn(t, q, v), method=self.method, data=self.data
-        )
+            self.model, q, v, self.tau_fn(t, q, v), method=self.method, data=self.data,
+            **self.fd_options,
+        )  # fmt: skip
         ni = self.ind.size
         out = np.empty(2 * ni)
         out[:ni] = self.chart.rate(d, v)[self.ind]
