@@ -20,6 +20,7 @@ lists the failing indices; ``on_error="report"`` returns the result instead.
 """
 
 from dataclasses import dataclass
+from functools import cache
 
 import numba
 import numpy as np
@@ -85,16 +86,24 @@ def _chunk(c, nchunks, n):
     return c * n // nchunks, (c + 1) * n // nchunks
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _fd_chunks(code, CTX, PB, Q, V, TAU, QDD, LAM, ST):
-    """Forward dynamics of every row with method ``code``; chunk c on CTX[c], PB[c]."""
-    nc = CTX.shape[0]
-    for c in prange(nc):
-        ctx, pb = CTX[c], PB[c]
-        lo, hi = _chunk(c, nc, Q.shape[0])
-        for i in range(lo, hi):
-            q, v, tau = as_input(Q[i]), as_input(V[i]), as_input(TAU[i])
-            ST[i] = method_call(code, ctx, pb, q, v, tau, QDD[i], LAM[i])
+@cache
+def _fd_chunks(code):
+    """The parallel forward dynamics of method ``code`` (``dynamics.CODE``): one compiled
+    function per method, compiled (or loaded from the disk cache) at its first use, so a
+    batch compiles the kernels of its own method only.  (CTX, PB, Q, V, TAU, QDD, LAM,
+    ST): every row, chunk c on CTX[c], PB[c]."""
+
+    @njit(cache=True, parallel=True, nogil=True)
+    def fd_chunks(CTX, PB, Q, V, TAU, QDD, LAM, ST):
+        nc = CTX.shape[0]
+        for c in prange(nc):
+            ctx, pb = CTX[c], PB[c]
+            lo, hi = _chunk(c, nc, Q.shape[0])
+            for i in range(lo, hi):
+                q, v, tau = as_input(Q[i]), as_input(V[i]), as_input(TAU[i])
+                ST[i] = method_call(code, ctx, pb, q, v, tau, QDD[i], LAM[i])
+
+    return fd_chunks
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -256,7 +265,7 @@ def forward_dynamics_batch(
         ctx = call.args[0]
         pb = call.args[1] if len(call.args) > 1 else np.zeros(1)
         nc = _nchunks(n, threads)
-        _fd_chunks(CODE[method], _copies(ctx, nc), _copies(pb, nc), Q, V, TAU, QDD, LAM, ST)
+        _fd_chunks(CODE[method])(_copies(ctx, nc), _copies(pb, nc), Q, V, TAU, QDD, LAM, ST)
     redo = np.flatnonzero(~(ST > 0.0))
     # the single-call path (rank re-detection, fallback, its errors), each on a fresh
     # Data so that no element depends on another's rank detection

@@ -19,6 +19,7 @@ Ctrl-C is not seen while the compiled loop runs.
 """
 
 import time
+from functools import cache
 
 import numpy as np
 from numba import njit
@@ -200,8 +201,23 @@ def _record(code, ctx, pb, n, y, tau, k, Y, QDD, LAM, RP, RV, EN, COND):
     EN[k] = e
 
 
-@njit(cache=True, nogil=True)
-def loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats):
+@cache
+def loop(code):
+    """The compiled loop of method ``code`` (``dynamics.CODE``): ``_loop`` specialised to
+    that method (compiled or loaded from the disk cache at its first use, with that
+    method's kernels only); arguments those of ``_loop`` after ``code``."""
+
+    @njit(cache=True, nogil=True)
+    def run(ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats):
+        return _loop(
+            code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats
+        )
+
+    return run
+
+
+@njit(cache=True)
+def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats):
     """Integrate y = (q, v) from y0 at t = 0 to t_out[-1]; outputs at ``t_out`` into Y
     (N, 2 nv) and the other output arrays.  ``opts``: integrator (0 RK4, 1 RK45), dt,
     rtol, atol, max_step, projection (0/1), constraint tol, max_steps.  ``stats``:
@@ -421,8 +437,8 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps):
     stats = np.zeros(5)
     y0 = np.concatenate([q, v])
     try:
-        out = loop(
-            CODE[method], ctx, pb, y0, np.ascontiguousarray(tau, dtype=float), t_out, opts,
+        out = loop(CODE[method])(
+            ctx, pb, y0, np.ascontiguousarray(tau, dtype=float), t_out, opts,
             bool(monitor and m > 0), Y, QDD, LAM, RP, RV, EN, COND, stats,
         )  # fmt: skip
     except (ArithmeticError, ValueError, np.linalg.LinAlgError):
