@@ -15,13 +15,18 @@ runs on a shared machine), else wall time; the batches are always wall time (the
 run on every thread).
 
     PYTHONPATH=src python benchmarks/bench_scale.py [--rounds 5] [--n 10000] [--cpu-time]
+    PYTHONPATH=src python benchmarks/bench_scale.py --cold augmented   # compile time
 """
 
 import argparse
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -62,6 +67,14 @@ def _spread(x, scale=1.0, fmt="{:.2f}"):
     return f"{fmt.format(np.median(x))} ({fmt.format(x.min())}–{fmt.format(x.max())})"
 
 
+def _layer():
+    """numba's threading layer (after a first parallel run), else 'none started'."""
+    try:
+        return numba.threading_layer()
+    except ValueError:
+        return "none started"
+
+
 def batch(name, model, n, rounds, method):
     Q, V, TAU = _states(model, n)
     ex, make = _pin(model)
@@ -78,14 +91,21 @@ def batch(name, model, n, rounds, method):
     t = _alternate(
         {
             "loopdyn batch": lambda: ld.forward_dynamics_batch(model, Q, V, TAU, method=method),
+            "batch 1 thread": lambda: ld.forward_dynamics_batch(
+                model, Q, V, TAU, method=method, threads=1
+            ),
             "pin loop": pin_loop,
         },
         rounds,
     )
-    print(f"\n{name}: {n} states, method {method}, max |q̈ - pin| = {err:.1e}")
+    print(
+        f"\n{name}: {n} states, method {method}, {numba.get_num_threads()} threads "
+        f"({_layer()}), max |q̈ - pin| = {err:.1e}"
+    )
     for k, v in t.items():
         print(f"  {k:14s} {_spread(v, 1e6 / n, '{:.3f}')} µs/state")
-    print(f"  throughput ratio batch / pin loop: {_spread(t['pin loop'] / t['loopdyn batch'])}x")
+    for k in ("loopdyn batch", "batch 1 thread"):
+        print(f"  throughput ratio {k} / pin loop: {_spread(t['pin loop'] / t[k])}x")
 
 
 def _energy_gap(model, Q, V):
@@ -163,12 +183,40 @@ def free_fall(rounds, rtol, clock):
         )
 
 
+def cold(method):
+    """A fresh process on an empty numba cache: the CPU time of its first batch of
+    ``method`` (after a first single call) and of the whole process (import included)."""
+    code = (
+        "import time, numpy as np, loopdyn as ld; m = ld.examples.four_bar(); "
+        f"ld.forward_dynamics(m, m.q0, np.zeros(3), method={method!r}); "
+        "t = time.process_time(); "
+        f"ld.forward_dynamics_batch(m, np.tile(m.q0, (100, 1)), method={method!r}); "
+        "print(time.process_time() - t, time.process_time())"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "NUMBA_CACHE_DIR": tmp}
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+    batch_s, total_s = map(float, out.stdout.split())
+    print(
+        f"\ncold {method} (empty NUMBA_CACHE_DIR): first batch {batch_s:.1f} s CPU, "
+        f"whole process (import, first call, first batch) {total_s:.1f} s CPU"
+    )
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--n", type=int, default=10_000)
     p.add_argument("--cpu-time", action="store_true", help="free fall: the CPU time")
+    p.add_argument("--cold", metavar="METHOD", help="only: a cold first batch of METHOD")
     a = p.parse_args()
+    if a.cold:
+        cold(a.cold)
+        sys.exit()
     free_fall(a.rounds, 1e-10, time.process_time if a.cpu_time else time.perf_counter)
     batch("four_bar", ld.examples.four_bar(), a.n, a.rounds, "augmented")
-    batch("spatial_ladder(32)", ld.examples.spatial_ladder(32), a.n, a.rounds, "recursive_lambda")
+    # rcr: the fastest method on the ladder (single calls: rcr 25 µs, sslm 32, embedding 56,
+    # augmented 262, recursive_lambda 365, slm 391)
+    batch("spatial_ladder(32)", ld.examples.spatial_ladder(32), a.n, a.rounds, "rcr")
