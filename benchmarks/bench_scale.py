@@ -50,14 +50,22 @@ def _states(model, n, seed=0):
     return Q, V, TAU
 
 
-def _alternate(fns, rounds, clock=time.perf_counter):
-    """{name: per-round times (rounds,)}: each round calls every function once."""
+def _alternate(fns, rounds, clock=time.perf_counter, cpu=None):
+    """{name: per-round times (rounds,)}: each round calls every function once; with a
+    dict ``cpu``, also the process's CPU times of every call into it."""
     times = {k: [] for k in fns}
+    if cpu is not None:
+        cpu.update({k: [] for k in fns})
     for _ in range(rounds):
         for k, f in fns.items():
+            c = time.process_time()
             t = clock()
             f()
             times[k].append(clock() - t)
+            if cpu is not None:
+                cpu[k].append(time.process_time() - c)
+    if cpu is not None:
+        cpu.update({k: np.array(v) for k, v in cpu.items()})
     return {k: np.array(v) for k, v in times.items()}
 
 
@@ -97,15 +105,21 @@ def batch(name, model, n, rounds, method):
             "pin loop": pin_loop,
         },
         rounds,
+        cpu=(cpu := {}),
     )
     print(
         f"\n{name}: {n} states, method {method}, {numba.get_num_threads()} threads "
         f"({_layer()}), max |q̈ - pin| = {err:.1e}"
     )
     for k, v in t.items():
-        print(f"  {k:14s} {_spread(v, 1e6 / n, '{:.3f}')} µs/state")
+        print(
+            f"  {k:14s} wall {_spread(v, 1e6 / n, '{:.3f}')} µs/state, "
+            f"CPU (all threads) {_spread(cpu[k], 1e6 / n, '{:.3f}')} µs/state"
+        )
     for k in ("loopdyn batch", "batch 1 thread"):
-        print(f"  throughput ratio {k} / pin loop: {_spread(t['pin loop'] / t[k])}x")
+        print(f"  throughput ratio {k} / pin loop (wall): {_spread(t['pin loop'] / t[k])}x")
+    r = cpu["pin loop"] / cpu["batch 1 thread"]
+    print(f"  CPU-time ratio pin loop / batch 1 thread: {_spread(r)}x")
 
 
 def _energy_gap(model, Q, V):
