@@ -1,16 +1,32 @@
 """Work at scale (issue 16): batch throughput against a Python loop of Pinocchio's
 ``constraintDynamics`` (StdVec containers, ProximalSettings 1e-12), and the compiled
-simulation loop against the Python loop.  One process, A/B alternated rounds,
-median and min-max of the wall times; ratios.
+simulation loop against the Python loop and MuJoCo.  One process, A/B alternated
+rounds: median and min-max of the times and of the per-round ratios.
 
-    PYTHONPATH=src python benchmarks/bench_scale.py [--rounds 5] [--n 10000]
+Free fall: the four-bar (``ld.examples.four_bar(theta1=pi/2)``, as bench_simulate.py)
+for 5 s from rest, 501 outputs, projection; loopdyn's compiled loop with DOP853 (the
+default integrator) and RK45 at rtol = atol = 1e-10, its Python loop (DOP853), and
+MuJoCo RK4 at dt = 1e-4 on the same model (``loopdyn.interop.mujoco.MujocoExport``,
+constraint solver tolerance 1e-12), its answer checked: energy drift max |E(t) - E(0)|,
+closure gap and max |q - q_ref| at the 501 outputs (and over the first 0.5 s) against
+loopdyn at rtol = 1e-13.
+The free-fall times are the process's CPU time with ``--cpu-time`` (single-threaded
+runs on a shared machine), else wall time; the batches are always wall time (they
+run on every thread).
+
+    PYTHONPATH=src python benchmarks/bench_scale.py [--rounds 5] [--n 10000] [--cpu-time]
+    PYTHONPATH=src python benchmarks/bench_scale.py --cold augmented   # compile time
 """
 
 import argparse
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -34,14 +50,37 @@ def _states(model, n, seed=0):
     return Q, V, TAU
 
 
-def _alternate(fns, rounds):
+def _alternate(fns, rounds, clock=time.perf_counter, cpu=None):
+    """{name: per-round times (rounds,)}: each round calls every function once; with a
+    dict ``cpu``, also the process's CPU times of every call into it."""
     times = {k: [] for k in fns}
+    if cpu is not None:
+        cpu.update({k: [] for k in fns})
     for _ in range(rounds):
         for k, f in fns.items():
-            t = time.perf_counter()
+            c = time.process_time()
+            t = clock()
             f()
-            times[k].append(time.perf_counter() - t)
-    return {k: (np.median(v), min(v), max(v)) for k, v in times.items()}
+            times[k].append(clock() - t)
+            if cpu is not None:
+                cpu[k].append(time.process_time() - c)
+    if cpu is not None:
+        cpu.update({k: np.array(v) for k, v in cpu.items()})
+    return {k: np.array(v) for k, v in times.items()}
+
+
+def _spread(x, scale=1.0, fmt="{:.2f}"):
+    """'median (min–max)' of x * scale."""
+    x = np.asarray(x) * scale
+    return f"{fmt.format(np.median(x))} ({fmt.format(x.min())}–{fmt.format(x.max())})"
+
+
+def _layer():
+    """numba's threading layer (after a first parallel run), else 'none started'."""
+    try:
+        return numba.threading_layer()
+    except ValueError:
+        return "none started"
 
 
 def batch(name, model, n, rounds, method):
@@ -60,48 +99,138 @@ def batch(name, model, n, rounds, method):
     t = _alternate(
         {
             "loopdyn batch": lambda: ld.forward_dynamics_batch(model, Q, V, TAU, method=method),
+            "batch 1 thread": lambda: ld.forward_dynamics_batch(
+                model, Q, V, TAU, method=method, threads=1
+            ),
             "pin loop": pin_loop,
         },
         rounds,
+        cpu=(cpu := {}),
     )
-    print(f"\n{name}: {n} states, method {method}, max |q̈ - pin| = {err:.1e}")
-    for k, (med, lo, hi) in t.items():
+    print(
+        f"\n{name}: {n} states, method {method}, {numba.get_num_threads()} threads "
+        f"({_layer()}), max |q̈ - pin| = {err:.1e}"
+    )
+    for k, v in t.items():
         print(
-            f"  {k:14s} {1e6 * med / n:8.3f} µs/state "
-            f"(min {1e6 * lo / n:.3f}, max {1e6 * hi / n:.3f})"
+            f"  {k:14s} wall {_spread(v, 1e6 / n, '{:.3f}')} µs/state, "
+            f"CPU (all threads) {_spread(cpu[k], 1e6 / n, '{:.3f}')} µs/state"
         )
-    print(f"  throughput ratio batch / pin loop: {t['pin loop'][0] / t['loopdyn batch'][0]:.1f}x")
+    for k in ("loopdyn batch", "batch 1 thread"):
+        print(f"  throughput ratio {k} / pin loop (wall): {_spread(t['pin loop'] / t[k])}x")
+    r = cpu["pin loop"] / cpu["batch 1 thread"]
+    print(f"  CPU-time ratio pin loop / batch 1 thread: {_spread(r)}x")
 
 
-def free_fall(rounds, rtol):
-    model = ld.examples.four_bar()
-    kw = dict(t_end=5.0, integrator="RK45", rtol=rtol, atol=rtol)
-    ld.simulate(model, **kw)
-    res = {}
-    for compiled in (True, False):
-        tr = ld.simulate(model, compiled=compiled, **kw)
-        res[compiled] = (np.abs(tr.energy - tr.energy[0]).max(), tr.stats["steps"])
-    t = _alternate(
-        {
-            "compiled loop": lambda: ld.simulate(model, compiled=True, **kw),
-            "python loop": lambda: ld.simulate(model, compiled=False, **kw),
-        },
-        rounds,
+def _energy_gap(model, Q, V):
+    E = np.array([ld.total_energy(model, q, v) for q, v in zip(Q, V, strict=True)])
+    gap = max(np.abs(ld.closure_residual(model, q)).max() for q in Q)
+    return float(np.abs(E - E[0]).max()), float(gap)
+
+
+def _mujoco(model, t_end, dt, nout):
+    """MuJoCo RK4 at ``dt`` from (q0, 0): a function running it, returning (Q, V) at the
+    ``nout`` output times."""
+    import mujoco
+
+    from loopdyn.interop.mujoco import MujocoExport
+
+    ex = MujocoExport(model, timestep=dt, integrator="RK4")
+    m, d = ex.model, ex.data
+    m.opt.tolerance = 1e-12
+    n = round(t_end / dt)
+    every = round(t_end / (nout - 1) / dt)
+
+    def run():
+        mujoco.mj_resetData(m, d)
+        d.qpos[:] = model.q0
+        d.qvel[:] = 0.0
+        Q, V = [d.qpos.copy()], [d.qvel.copy()]
+        for k in range(1, n + 1):
+            mujoco.mj_step(m, d)
+            if k % every == 0:
+                Q.append(d.qpos.copy())
+                V.append(d.qvel.copy())
+        return np.array(Q), np.array(V)
+
+    return run
+
+
+def free_fall(rounds, rtol, clock):
+    model = ld.examples.four_bar(theta1=np.pi / 2)
+    t_end, nout, dt = 5.0, 501, 1e-4
+    kw = dict(t_end=t_end, t_eval=nout, rtol=rtol, atol=rtol)
+    ref = ld.simulate(model, t_end=t_end, t_eval=nout, rtol=1e-13, atol=1e-13, compiled=False)
+    runs = {
+        "compiled DOP853": lambda: ld.simulate(model, compiled=True, **kw),
+        "compiled RK45": lambda: ld.simulate(model, compiled=True, integrator="RK45", **kw),
+        "python DOP853": lambda: ld.simulate(model, compiled=False, **kw),
+    }
+    mj = _mujoco(model, t_end, dt, nout)
+    acc = {}
+    for k, f in runs.items():
+        tr = f()  # compile / load the caches, and the answer
+        dE, gap = _energy_gap(model, tr.q, tr.v)
+        early = np.abs(tr.q[:51] - ref.q[:51]).max()
+        acc[k] = (dE, gap, np.abs(tr.q - ref.q).max(), early, f"{tr.stats['steps']} steps")
+    Q, V = mj()
+    dq, early = np.abs(Q - ref.q).max(), np.abs(Q[:51] - ref.q[:51]).max()
+    acc[f"mujoco RK4 dt={dt:g}"] = (*_energy_gap(model, Q, V), dq, early, "")
+    runs[f"mujoco RK4 dt={dt:g}"] = mj
+    t = _alternate(runs, rounds, clock)
+    unit = "CPU" if clock is time.process_time else "wall"
+    print(
+        f"\nfour_bar(θ1 = 90°) free fall {t_end:g} s, rtol = atol = {rtol:g}, projection, "
+        f"{nout} outputs; {unit} ms, median (min–max) of {rounds} alternated rounds"
     )
-    print(f"\nfour_bar free fall 5 s, RK45 rtol = atol = {rtol:g}, projection, 501 outputs")
-    for (k, (med, lo, hi)), c in zip(t.items(), (True, False), strict=True):
+    for k, v in t.items():
+        dE, gap, dq, early, steps = acc[k]
         print(
-            f"  {k:14s} {1e3 * med:8.2f} ms (min {1e3 * lo:.2f}, max {1e3 * hi:.2f}), "
-            f"max |dE| = {res[c][0]:.2e} J, {res[c][1]} steps"
+            f"  {k:20s} {_spread(v, 1e3)} ms, max |dE| = {dE:.1e} J, max |Φ| = {gap:.1e}, "
+            f"max |q - q_ref| = {dq:.1e} (t <= 0.5 s: {early:.1e}) {steps}"
         )
-    print(f"  ratio python / compiled: {t['python loop'][0] / t['compiled loop'][0]:.1f}x")
+    fast = t["compiled DOP853"]
+    for k in list(t)[1:]:
+        print(
+            f"  {k} / compiled DOP853: time {_spread(t[k] / fast)}x, "
+            f"energy error {acc[k][0] / acc['compiled DOP853'][0]:.1e}x"
+        )
+
+
+def cold(method):
+    """A fresh process on an empty numba cache: the CPU time of its first batch of
+    ``method`` (after a first single call) and of the whole process (import included)."""
+    code = (
+        "import time, numpy as np, loopdyn as ld; m = ld.examples.four_bar(); "
+        f"ld.forward_dynamics(m, m.q0, np.zeros(3), method={method!r}); "
+        "t = time.process_time(); "
+        f"ld.forward_dynamics_batch(m, np.tile(m.q0, (100, 1)), method={method!r}); "
+        "print(time.process_time() - t, time.process_time())"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "NUMBA_CACHE_DIR": tmp}
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+    batch_s, total_s = map(float, out.stdout.split())
+    print(
+        f"\ncold {method} (empty NUMBA_CACHE_DIR): first batch {batch_s:.1f} s CPU, "
+        f"whole process (import, first call, first batch) {total_s:.1f} s CPU"
+    )
 
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--n", type=int, default=10_000)
+    p.add_argument("--cpu-time", action="store_true", help="free fall: the CPU time")
+    p.add_argument("--cold", metavar="METHOD", help="only: a cold first batch of METHOD")
     a = p.parse_args()
-    free_fall(a.rounds, 1e-10)
+    if a.cold:
+        cold(a.cold)
+        sys.exit()
+    free_fall(a.rounds, 1e-10, time.process_time if a.cpu_time else time.perf_counter)
     batch("four_bar", ld.examples.four_bar(), a.n, a.rounds, "augmented")
-    batch("spatial_ladder(32)", ld.examples.spatial_ladder(32), a.n, a.rounds, "recursive_lambda")
+    # rcr: the fastest method on the ladder (single calls: rcr 25 µs, sslm 32, embedding 56,
+    # augmented 262, recursive_lambda 365, slm 391)
+    batch("spatial_ladder(32)", ld.examples.spatial_ladder(32), a.n, a.rounds, "rcr")

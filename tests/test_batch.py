@@ -30,7 +30,8 @@ def four_bar():
 @pytest.mark.parametrize(
     "method", ["augmented", "slm", "sslm", "recursive_lambda", "embedding", "rcr"]
 )
-def test_forward_batch_equals_single_calls(four_bar, method):
+def test_forward_batch_equals_single_calls(four_bar, method, monkeypatch):
+    monkeypatch.setattr(ld.batch, "MIN_CHUNK", 1)  # two chunks of 20: the parallel path
     model, Q, V, TAU = four_bar
     res = ld.forward_dynamics_batch(model, Q, V, TAU, method=method, threads=2)
     assert res.ok and res.status.shape == (40,) and np.all(res.status > 0)
@@ -42,8 +43,10 @@ def test_forward_batch_equals_single_calls(four_bar, method):
         assert res.status[i] == pytest.approx(1.0 / one.condition)
 
 
-def test_forward_batch_spatial_ladder_and_threads():
-    """A spatial model (universal and ball closures); one thread equals two."""
+def test_forward_batch_spatial_ladder_and_threads(monkeypatch):
+    """A spatial model (universal and ball closures); one thread (the serial path)
+    equals two (the parallel one)."""
+    monkeypatch.setattr(ld.batch, "MIN_CHUNK", 1)
     model = ld.examples.spatial_ladder(3)
     Q, V, TAU = _states(model, 12, 1)
     a = ld.forward_dynamics_batch(model, Q, V, TAU, method="recursive_lambda", threads=2)

@@ -20,6 +20,7 @@ lists the failing indices; ``on_error="report"`` returns the result instead.
 """
 
 from dataclasses import dataclass
+from functools import cache
 
 import numba
 import numpy as np
@@ -85,16 +86,35 @@ def _chunk(c, nchunks, n):
     return c * n // nchunks, (c + 1) * n // nchunks
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _fd_chunks(code, CTX, PB, Q, V, TAU, QDD, LAM, ST):
-    """Forward dynamics of every row with method ``code``; chunk c on CTX[c], PB[c]."""
-    nc = CTX.shape[0]
-    for c in prange(nc):
-        ctx, pb = CTX[c], PB[c]
-        lo, hi = _chunk(c, nc, Q.shape[0])
-        for i in range(lo, hi):
-            q, v, tau = as_input(Q[i]), as_input(V[i]), as_input(TAU[i])
-            ST[i] = method_call(code, ctx, pb, q, v, tau, QDD[i], LAM[i])
+@njit(cache=True, inline="always")
+def _fd_rows(code, ctx, pb, Q, V, TAU, QDD, LAM, ST, lo, hi):
+    """Forward dynamics of rows [lo, hi) with method ``code`` on one workspace."""
+    for i in range(lo, hi):
+        q, v, tau = as_input(Q[i]), as_input(V[i]), as_input(TAU[i])
+        ST[i] = method_call(code, ctx, pb, q, v, tau, QDD[i], LAM[i])
+
+
+@cache
+def _fd_chunks(code):
+    """The forward dynamics of method ``code`` (``dynamics.CODE``) over all rows: one
+    compiled function per method, compiled (or loaded from the disk cache) at its first
+    use, so a batch compiles the kernels of its own method only.  Returns (parallel,
+    serial), both (CTX, PB, Q, V, TAU, QDD, LAM, ST): ``parallel`` runs chunk c on
+    CTX[c], PB[c] in a ``prange`` loop; ``serial`` all rows on CTX[0], PB[0] in the
+    calling thread (one chunk: no thread team to start and join)."""
+
+    @njit(cache=True, parallel=True, nogil=True)
+    def parallel(CTX, PB, Q, V, TAU, QDD, LAM, ST):
+        nc = CTX.shape[0]
+        for c in prange(nc):
+            lo, hi = _chunk(c, nc, Q.shape[0])
+            _fd_rows(code, CTX[c], PB[c], Q, V, TAU, QDD, LAM, ST, lo, hi)
+
+    @njit(cache=True, nogil=True)
+    def serial(CTX, PB, Q, V, TAU, QDD, LAM, ST):
+        _fd_rows(code, CTX[0], PB[0], Q, V, TAU, QDD, LAM, ST, 0, Q.shape[0])
+
+    return parallel, serial
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -198,12 +218,15 @@ def _copies(buf, n):
     return np.tile(buf, (n, 1))
 
 
+MIN_CHUNK = 32  # elements per chunk at least: a thread team costs ~10 µs to start and join
+
+
 def _nchunks(n, threads):
-    """Chunks (one per thread, at most one per element)."""
+    """Chunks: one per thread, each of ``MIN_CHUNK`` elements at least."""
     t = numba.get_num_threads() if threads is None else int(threads)
     if t < 1:
         raise ValueError(f"threads must be >= 1, got {threads!r}")
-    return max(1, min(t, n))
+    return max(1, min(t, n // MIN_CHUNK))
 
 
 def _finish(model, res, on_error, what):
@@ -256,7 +279,8 @@ def forward_dynamics_batch(
         ctx = call.args[0]
         pb = call.args[1] if len(call.args) > 1 else np.zeros(1)
         nc = _nchunks(n, threads)
-        _fd_chunks(CODE[method], _copies(ctx, nc), _copies(pb, nc), Q, V, TAU, QDD, LAM, ST)
+        run = _fd_chunks(CODE[method])[nc == 1]
+        run(_copies(ctx, nc), _copies(pb, nc), Q, V, TAU, QDD, LAM, ST)
     redo = np.flatnonzero(~(ST > 0.0))
     # the single-call path (rank re-detection, fallback, its errors), each on a fresh
     # Data so that no element depends on another's rank detection

@@ -20,7 +20,9 @@ Speed: after the first call the method's entry is bound to the ``Data``
 from functools import partial
 
 import numpy as np
-from numba import njit, types
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload
 
 from loopdyn.errors import SingularityError
 from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
@@ -77,29 +79,41 @@ SELF_RANKED = frozenset({"embedding", "denoc", "rcr"})
 MINIMAL_METHODS = ("denoc", "rcr")
 # the index of each method's compiled entry in ``method_call`` (batches, compiled loops)
 CODE = {name: k for k, name in enumerate(METHODS)}
-_AUG, _SLM, _SSLM, _RL, _EMB, _DENOC = (
-    CODE[k] for k in ("augmented", "slm", "sslm", "recursive_lambda", "embedding", "denoc")
-)
 
 
-@njit(cache=True, inline="always")
+def _entries():
+    """Code -> (the method's compiled entry, whether it takes the plan buffer ``pb``)."""
+    return {
+        CODE["augmented"]: (augmented.augmented_entry, False),
+        CODE["slm"]: (slm.slm_entry, False),
+        CODE["sslm"]: (sslm.sslm_entry, True),
+        CODE["recursive_lambda"]: (recursive_lambda.recursive_lambda_entry, False),
+        CODE["embedding"]: (embedding.embedding_entry, True),
+        CODE["denoc"]: (denoc.denoc_entry, True),
+        CODE["rcr"]: (rcr.rcr_entry, True),
+    }
+
+
 def method_call(code, ctx, pb, q, v, tau, qdd, lam):
     """The compiled entry of method ``code`` (``CODE``) on workspace ``ctx`` and plan
     buffer ``pb`` (unused by the dense methods): q̈ into ``qdd``, λ into ``lam``; the
-    quality > 0 or a status < 0, as the bound call of ``Data.bound``."""
-    if code == _AUG:
-        return augmented.augmented_entry(ctx, q, v, tau, qdd, lam)
-    if code == _SLM:
-        return slm.slm_entry(ctx, q, v, tau, qdd, lam)
-    if code == _SSLM:
-        return sslm.sslm_entry(ctx, pb, q, v, tau, qdd, lam)
-    if code == _RL:
-        return recursive_lambda.recursive_lambda_entry(ctx, q, v, tau, qdd, lam)
-    if code == _EMB:
-        return embedding.embedding_entry(ctx, pb, q, v, tau, qdd, lam)
-    if code == _DENOC:
-        return denoc.denoc_entry(ctx, pb, q, v, tau, qdd, lam)
-    return rcr.rcr_entry(ctx, pb, q, v, tau, qdd, lam)
+    quality > 0 or a status < 0, as the bound call of ``Data.bound``.
+
+    Compiled code only, with ``code`` a compile-time constant (a global, a closure
+    variable or a literal argument): the call is resolved while typing, so a compiled
+    function using it compiles that one method's kernels, not all seven.
+    """
+    raise TypeError("method_call is called from compiled code with a constant method code")
+
+
+@overload(method_call, prefer_literal=True)
+def _method_call(code, ctx, pb, q, v, tau, qdd, lam):
+    if not isinstance(code, types.IntegerLiteral):
+        raise TypingError(f"method_call: the method code must be a constant, got {code}")
+    fn, planned = _entries()[code.literal_value]
+    if planned:
+        return lambda code, ctx, pb, q, v, tau, qdd, lam: fn(ctx, pb, q, v, tau, qdd, lam)
+    return lambda code, ctx, pb, q, v, tau, qdd, lam: fn(ctx, q, v, tau, qdd, lam)
 
 
 _MODULES = {

@@ -1,11 +1,13 @@
 """The simulation loop inside compiled code: ``ld.simulate(..., compiled=...)``.
 
 For a constant τ (or none), the fixed-step ``"RK4"`` and the adaptive Dormand–Prince
-5(4) ``"RK45"`` (scipy's coefficients, step-size control, initial step and quartic
-dense output at the requested times) run entirely in one numba function, with the
-stabilisation ``"none"`` or ``"projection"`` of ``loopdyn.sim.simulate`` (Newton with
-minimum-norm steps onto Φ = 0, then v onto J v = 0, after every step and at every
-output) and its singularity monitor (``System.mobility_crossed``: the sign of
+pairs ``"RK45"`` (5(4), quartic dense output) and ``"DOP853"`` (Hairer's 8(5,3), dense
+output of order 7; ``loopdyn.sim.dop853``) — scipy's coefficients, step-size control,
+initial step and dense output at the requested times, so the very steps of scipy's
+solvers — run entirely in one numba function, with the stabilisation ``"none"`` or
+``"projection"`` of ``loopdyn.sim.simulate`` (Newton with minimum-norm steps onto
+Φ = 0, then v onto J v = 0, after every step and at every output) and its singularity
+monitor (``System.mobility_crossed``: the sign of
 det [J; N_refᵀ]).  Every right-hand side is the method's own compiled entry (the one
 ``ld.forward_dynamics`` binds, ``Data.bound``).  The outputs (q̈, λ, closure
 residuals, energy) are evaluated in the same function.
@@ -19,6 +21,7 @@ Ctrl-C is not seen while the compiled loop runs.
 """
 
 import time
+from functools import cache
 
 import numpy as np
 from numba import njit
@@ -30,14 +33,17 @@ from loopdyn.kinematics.closures import constraint_entry
 from loopdyn.methods import dynamics
 from loopdyn.methods.dynamics import CODE, method_call
 from loopdyn.model.data import Data
+from loopdyn.sim import dop853
 from loopdyn.sim.trajectory import Trajectory
 
-INTEGRATORS = ("RK4", "RK45")
+INTEGRATORS = ("RK4", "RK45", "DOP853")
 STABILIZATIONS = ("none", "projection")
 MOBILITY_TOL = 1e-8  # as loopdyn.sim.stabilization
 # outcomes of the loop
 DONE, FAILED_SOLVE, NOT_FINITE, SINGULAR, MAX_STEPS, NO_PROJECTION, STEP_TOO_SMALL = range(7)
 
+# Dormand–Prince 8(5,3) (scipy.integrate.DOP853)
+_DA, _DB, _DE3, _DE5, _DD = dop853.A, dop853.B, dop853.E3, dop853.E5, dop853.D
 # Dormand–Prince 5(4) (scipy.integrate.RK45)
 _C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0])
 _A = np.array(
@@ -161,6 +167,81 @@ def _frame(ctx, y, Nref):
 
 
 @njit(cache=True)
+def _dop_step(code, ctx, pb, n, y, tau, h, K, ys, yd, qdd, lam):
+    """One DOP853 step of size h from y with K[0] = f(y) (scipy's ``rk_step``): the
+    stages K[1..11], the 8th-order solution ``yd`` and K[12] = f(yd).  False if a
+    right-hand side failed."""
+    for s in range(1, 12):
+        for i in range(2 * n):
+            acc = 0.0
+            for j in range(s):
+                acc += _DA[s, j] * K[j, i]
+            ys[i] = y[i] + h * acc
+        if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
+            return False
+    for i in range(2 * n):
+        acc = 0.0
+        for j in range(12):
+            acc += _DB[j] * K[j, i]
+        yd[i] = y[i] + h * acc
+    return _rhs(code, ctx, pb, n, yd, tau, K[12], qdd, lam) > 0.0
+
+
+@njit(cache=True)
+def _dop_error(K, h, y, yd, rtol, atol):
+    """DOP853's error norm of the step (Hairer's 5th- and 3rd-order estimators combined,
+    scipy's ``DOP853._estimate_error_norm``); scale atol + max(|y|, |yd|) rtol."""
+    e5 = e3 = 0.0
+    for i in range(y.shape[0]):
+        sc = atol + max(abs(y[i]), abs(yd[i])) * rtol
+        a = b = 0.0
+        for j in range(13):
+            a += K[j, i] * _DE5[j]
+            b += K[j, i] * _DE3[j]
+        e5 += (a / sc) ** 2
+        e3 += (b / sc) ** 2
+    if e5 == 0.0 and e3 == 0.0:
+        return 0.0
+    return abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * y.shape[0])
+
+
+@njit(cache=True)
+def _dop_dense(code, ctx, pb, n, y, yd, tau, h, K, F, ys, qdd, lam):
+    """DOP853's dense output of the step y -> yd (scipy's ``_dense_output_impl``): the
+    extra stages K[13..15], then the 7 rows of F.  False if a right-hand side failed."""
+    for s in range(13, 16):
+        for i in range(2 * n):
+            acc = 0.0
+            for j in range(s):
+                acc += _DA[s, j] * K[j, i]
+            ys[i] = y[i] + h * acc
+        if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
+            return False
+    for i in range(2 * n):
+        dy = yd[i] - y[i]
+        F[0, i] = dy
+        F[1, i] = h * K[0, i] - dy
+        F[2, i] = 2.0 * dy - h * (K[12, i] + K[0, i])
+        for r in range(4):
+            acc = 0.0
+            for j in range(16):
+                acc += _DD[r, j] * K[j, i]
+            F[3 + r, i] = h * acc
+    return True
+
+
+@njit(cache=True)
+def _dop_eval(F, y, x, out):
+    """The dense output at x = (t - t_old) / h of the step from y (``Dop853DenseOutput``)."""
+    for i in range(y.shape[0]):
+        acc = 0.0
+        for r in range(6, -1, -1):
+            acc += F[r, i]
+            acc *= x if (6 - r) % 2 == 0 else 1.0 - x
+        out[i] = y[i] + acc
+
+
+@njit(cache=True)
 def _record(code, ctx, pb, n, y, tau, k, Y, QDD, LAM, RP, RV, EN, COND):
     """Output k: the state, q̈ and λ of the method, the closure residuals and T + V."""
     m, d = handles(ctx)
@@ -200,16 +281,34 @@ def _record(code, ctx, pb, n, y, tau, k, Y, QDD, LAM, RP, RV, EN, COND):
     EN[k] = e
 
 
-@njit(cache=True, nogil=True)
-def loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats):
+@cache
+def loop(code):
+    """The compiled loop of method ``code`` (``dynamics.CODE``): ``_loop`` specialised to
+    that method (compiled or loaded from the disk cache at its first use, with that
+    method's kernels only); arguments those of ``_loop`` after ``code``."""
+
+    @njit(cache=True, nogil=True)
+    def run(ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats):
+        return _loop(
+            code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats
+        )
+
+    return run
+
+
+@njit(cache=True)
+def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats):
     """Integrate y = (q, v) from y0 at t = 0 to t_out[-1]; outputs at ``t_out`` into Y
-    (N, 2 nv) and the other output arrays.  ``opts``: integrator (0 RK4, 1 RK45), dt,
+    (N, 2 nv) and the other output arrays.  ``opts``: integrator (0 RK4, 1 RK45, 2 DOP853), dt,
     rtol, atol, max_step, projection (0/1), constraint tol, max_steps.  ``stats``:
     steps, nfev, projections, outputs written, t reached.  Returns ``DONE`` or why it
     stopped (the caller then runs the Python loop)."""
     m, d = handles(ctx)
     n = m.nv
-    rk45 = opts[0] == 1.0
+    adaptive = opts[0] >= 1.0  # RK45 or DOP853
+    dop = opts[0] == 2.0
+    expo = -1.0 / 8.0 if dop else -1.0 / 5.0  # -1 / (error estimator order + 1)
+    fsal = 12 if dop else 6  # the stage at the new point
     dt, rtol, atol, max_step = opts[1], opts[2], opts[3], opts[4]
     project, tol, max_steps = opts[5] == 1.0, opts[6], opts[7]
     t_end = t_out[-1]
@@ -217,7 +316,8 @@ def loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, 
     y = y0.copy()
     qdd = np.empty(n)
     lam = np.empty(max(m.nr, 1))
-    K = np.zeros((7, 2 * n))
+    K = np.zeros((16, 2 * n))  # the stages (DOP853: with its 3 dense-output stages)
+    F = np.empty((7, 2 * n))  # DOP853's dense output of the step
     ys = np.empty(2 * n)
     yd = np.empty(2 * n)
     nfev = 0
@@ -238,7 +338,7 @@ def loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, 
         return FAILED_SOLVE
     nfev += 1
     h_abs = dt
-    if rk45:  # scipy's select_initial_step, order 4
+    if adaptive:  # scipy's select_initial_step, error estimator order 4 (RK45) or 7
         sc = atol + np.abs(y) * rtol
         d0 = np.sqrt(np.mean((y / sc) ** 2))
         d1 = np.sqrt(np.mean((K[0] / sc) ** 2))
@@ -252,7 +352,7 @@ def loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, 
         if d1 <= 1e-15 and d2 <= 1e-15:
             h1 = max(1e-6, h0 * 1e-3)
         else:
-            h1 = (0.01 / max(d1, d2)) ** 0.2
+            h1 = (0.01 / max(d1, d2)) ** -expo
         h_abs = min(100 * h0, h1, t_end, max_step)
     stop_k = 0  # RK4: the next stop among the output times and t_end
     while t < t_end:
@@ -260,7 +360,7 @@ def loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, 
             stats[4] = t
             return MAX_STEPS
         t0 = t
-        if rk45:
+        if adaptive:
             min_step = 10 * abs(np.nextafter(t, np.inf) - t)
             h_abs = min(max(h_abs, min_step), max_step)
             rejected = False
@@ -274,56 +374,72 @@ def loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, 
                     t_new = t_end
                 h = t_new - t
                 h_abs = abs(h)
-                for s in range(1, 6):
+                if dop:
+                    if not _dop_step(code, ctx, pb, n, y, tau, h, K, ys, yd, qdd, lam):
+                        return FAILED_SOLVE
+                    nfev += 12
+                    en = _dop_error(K, h, y, yd, rtol, atol)
+                else:
+                    for s in range(1, 6):
+                        for i in range(2 * n):
+                            acc = 0.0
+                            for j in range(s):
+                                acc += _A[s, j] * K[j, i]
+                            ys[i] = y[i] + h * acc
+                        if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
+                            return FAILED_SOLVE
                     for i in range(2 * n):
                         acc = 0.0
-                        for j in range(s):
-                            acc += _A[s, j] * K[j, i]
-                        ys[i] = y[i] + h * acc
-                    if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
+                        for j in range(6):
+                            acc += _B[j] * K[j, i]
+                        yd[i] = y[i] + h * acc
+                    if not _rhs(code, ctx, pb, n, yd, tau, K[6], qdd, lam) > 0.0:
                         return FAILED_SOLVE
-                for i in range(2 * n):
-                    acc = 0.0
-                    for j in range(6):
-                        acc += _B[j] * K[j, i]
-                    yd[i] = y[i] + h * acc
-                if not _rhs(code, ctx, pb, n, yd, tau, K[6], qdd, lam) > 0.0:
-                    return FAILED_SOLVE
-                nfev += 6
-                en = 0.0
-                for i in range(2 * n):
-                    e = 0.0
-                    for j in range(7):
-                        e += K[j, i] * _E[j]
-                    e *= h / (atol + max(abs(y[i]), abs(yd[i])) * rtol)
-                    en += e * e
-                en = np.sqrt(en / (2 * n))
+                    nfev += 6
+                    en = 0.0
+                    for i in range(2 * n):
+                        e = 0.0
+                        for j in range(7):
+                            e += K[j, i] * _E[j]
+                        e *= h / (atol + max(abs(y[i]), abs(yd[i])) * rtol)
+                        en += e * e
+                    en = np.sqrt(en / (2 * n))
                 if en < 1.0:
-                    factor = 10.0 if en == 0.0 else min(10.0, 0.9 * en**-0.2)
+                    factor = 10.0 if en == 0.0 else min(10.0, 0.9 * en**expo)
                     if rejected:
                         factor = min(1.0, factor)
                     h_abs *= factor
                     break
-                h_abs *= max(0.2, 0.9 * en**-0.2)
+                h_abs *= max(0.2, 0.9 * en**expo)
                 rejected = True
-            # outputs strictly inside the step: the quartic dense output of RK45
+            # outputs strictly inside the step: the dense output of RK45 (quartic) or of
+            # DOP853 (order 7, its 3 extra stages evaluated at the step's first output)
+            dense = False
             while k < nout and t_out[k] < t_new:
                 x = (t_out[k] - t) / h
-                for i in range(2 * n):
-                    acc = 0.0
-                    for j in range(7):
-                        p = x
-                        qj = 0.0
-                        for c in range(4):
-                            qj += _P[j, c] * p
-                            p *= x
-                        acc += K[j, i] * qj
-                    ys[i] = y[i] + h * acc
+                if dop:
+                    if not dense:
+                        if not _dop_dense(code, ctx, pb, n, y, yd, tau, h, K, F, ys, qdd, lam):
+                            return FAILED_SOLVE
+                        nfev += 3
+                        dense = True
+                    _dop_eval(F, y, x, ys)
+                else:
+                    for i in range(2 * n):
+                        acc = 0.0
+                        for j in range(7):
+                            p = x
+                            qj = 0.0
+                            for c in range(4):
+                                qj += _P[j, c] * p
+                                p *= x
+                            acc += K[j, i] * qj
+                        ys[i] = y[i] + h * acc
                 if project and _project(ctx, ys, tol) < 0:
                     return NO_PROJECTION
                 _record(code, ctx, pb, n, ys, tau, k, Y, QDD, LAM, RP, RV, EN, COND)
                 k += 1
-            K[0] = K[6]  # first same as last
+            K[0] = K[fsal]  # first same as last
         else:  # classical RK4 whose steps end on the output times
             while t_out[stop_k] <= t:
                 stop_k += 1
@@ -410,8 +526,8 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps):
     project = mode == "projection" and m > 0
     opts = np.array(
         [
-            float(integrator == "RK45"), a["dt"] or 0.0, a["rtol"], a["atol"], a["max_step"],
-            float(project), a["constraint_tol"], float(max_steps),
+            float(INTEGRATORS.index(integrator)), a["dt"] or 0.0, a["rtol"], a["atol"],
+            a["max_step"], float(project), a["constraint_tol"], float(max_steps),
         ]
     )  # fmt: skip
     Y = np.full((nout, 2 * nv), np.nan)
@@ -421,8 +537,8 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps):
     stats = np.zeros(5)
     y0 = np.concatenate([q, v])
     try:
-        out = loop(
-            CODE[method], ctx, pb, y0, np.ascontiguousarray(tau, dtype=float), t_out, opts,
+        out = loop(CODE[method])(
+            ctx, pb, y0, np.ascontiguousarray(tau, dtype=float), t_out, opts,
             bool(monitor and m > 0), Y, QDD, LAM, RP, RV, EN, COND, stats,
         )  # fmt: skip
     except (ArithmeticError, ValueError, np.linalg.LinAlgError):

@@ -169,7 +169,7 @@ def simulate(
       ``SimulationError`` with the trajectory so far beyond it).
       ``progress(t, t_end)``: called after every step.
       ``compiled``: None (default) runs the loop inside compiled code when it applies
-      (τ None or constant, ``"RK4"`` or ``"RK45"``, stabilization ``"none"`` or
+      (τ None or constant, ``"RK4"``, ``"RK45"`` or ``"DOP853"``, stabilization ``"none"`` or
       ``"projection"``, no spherical/free joints, no ``progress``; see
       ``loopdyn.sim.compiled``), else the Python loop; ``True`` the same but a
       ``ValueError`` saying why when it does not apply; ``False`` the Python loop.
