@@ -87,10 +87,12 @@ def measure(model, repeat, min_time, dense):
         "aba": lambda: ld.aba(model, q, v, tau, data=d),
     }
     if dense:
-        for m in (m for m in ld.methods.dynamics.METHODS if m not in ("embedding", "augmented")):
-            res = ld.forward_dynamics(model, q, v, tau, method=m).qdd
-            assert np.abs(res - exact).max() / scale < 1e-9, m
         for m in (m for m in ld.methods.dynamics.METHODS if m != "embedding"):
+            try:  # methods with a class of their own (denoc: parallel mechanisms) may refuse
+                res = ld.forward_dynamics(model, q, v, tau, method=m).qdd
+            except ld.ModelError:
+                continue
+            assert np.abs(res - exact).max() / scale < 1e-9, m
             fns[m] = lambda m=m: ld.forward_dynamics(model, q, v, tau, method=m)
         call, ex = _pin_call(model, q, v, tau)
         if call is not None:

@@ -193,6 +193,23 @@ def test_explicit_data_workspace_gives_same_result():
     np.testing.assert_array_equal(ld.aba(model, q, v, tau), expected)
 
 
+def test_explicit_data_takes_the_compiled_path(monkeypatch):
+    """A caller's own Data (Pinocchio's ``algo(model, data, ...)`` habit) is as fast as the
+    default workspace: no checked-path conversion on valid input (it cost 6 µs vs 0.9)."""
+    model = ld.examples.serial_arm()
+    data = model.create_data()
+    q, v, tau = random_state(model, 7)
+    expected = ld.aba(model, q, v, tau), ld.rnea(model, q, v, tau), ld.crba(model, q)
+
+    def checked(*args, **kws):
+        raise AssertionError("the checked path was taken")
+
+    monkeypatch.setattr(ld.tree, "configuration", checked)
+    np.testing.assert_array_equal(ld.aba(model, q, v, tau, data=data), expected[0])
+    np.testing.assert_array_equal(ld.rnea(model, q, v, tau, data=data), expected[1])
+    np.testing.assert_array_equal(ld.crba(model, q, data=data), expected[2])
+
+
 def test_simple_pendulum_analytic():
     """Point-like pendulum of length L about y: θ̈ = -(g / L) sin θ (com along -z)."""
     L, m, g = 0.7, 1.3, 9.81

@@ -28,6 +28,7 @@ from loopdyn.kernels.numba_internals import (
     unliteral,
 )
 from loopdyn.kernels.views import handles
+from loopdyn.model.data import Data
 from loopdyn.tree.aba import aba_kernel
 from loopdyn.tree.crba import crba_kernel
 from loopdyn.tree.rnea import rnea_kernel
@@ -104,12 +105,19 @@ RNEA0 = Entry(rnea0_entry, types.int64, BUF, IN, IN, IN, OUT)
 _empty = np.empty
 
 
+def _data_ctx(model, data):
+    """The compiled entries' handle on ``data`` if it is a Data of ``model``, else None
+    (a TypeError in the entry: the checked path explains)."""
+    return data.ctx if type(data) is Data and data.model is model else None
+
+
 def rnea(model, q, v, a, fext=None, data=None):
     """Inverse dynamics of the tree: τ = M(q) a + h(q, v) - Σ Jᵀ fext (nv,)."""
-    if fext is None and data is None:
+    if fext is None:
         tau = _empty(model.nv)
+        ctx = model._ctx if data is None else _data_ctx(model, data)
         try:
-            if RNEA0.call(model._ctx, q, v, a, tau) == _DONE:
+            if RNEA0.call(ctx, q, v, a, tau) == _DONE:
                 return tau
         except TypeError:  # not real numbers: the checked path explains
             pass
@@ -130,13 +138,13 @@ def nonlinear_effects(model, q, v, data=None):
 
 def crba(model, q, data=None):
     """Joint-space inertia matrix M(q) (nv × nv), symmetric positive definite."""
-    if data is None:
-        M = _empty((model.nv, model.nv))
-        try:
-            if CRBA.call(model._ctx, q, M) == _DONE:
-                return M
-        except TypeError:  # not real numbers: the checked path explains
-            pass
+    M = _empty((model.nv, model.nv))
+    ctx = model._ctx if data is None else _data_ctx(model, data)
+    try:
+        if CRBA.call(ctx, q, M) == _DONE:
+            return M
+    except TypeError:  # not real numbers: the checked path explains
+        pass
     d = workspace(model, data)
     q = configuration(model, q)
     M = np.empty((model.nv, model.nv))
@@ -146,10 +154,11 @@ def crba(model, q, data=None):
 
 def aba(model, q, v, tau, fext=None, data=None):
     """Forward dynamics of the tree, O(n): q̈ = M⁻¹ (τ - h + Σ Jᵀ fext) (nv,)."""
-    if fext is None and data is None:
+    if fext is None:
         qdd = _empty(model.nv)
+        ctx = model._ctx if data is None else _data_ctx(model, data)
         try:
-            if ABA0.call(model._ctx, q, v, tau, qdd) == _DONE:
+            if ABA0.call(ctx, q, v, tau, qdd) == _DONE:
                 return qdd
         except TypeError:  # not real numbers: the checked path explains
             pass
