@@ -53,7 +53,7 @@ def test_local_cluster_of_two_workers_equals_a_serial_loop():
     for row in df.itertuples():
         model = ld.examples.four_bar(theta1=row.theta1)
         case = {"case": row.case, "theta1": row.theta1, "tau": row.tau, "v0": row.v0}
-        ref = run_simulate(model, case, integrator="RK45", **opts)
+        ref = run_simulate(model, case, **opts)
         assert set(ref) == set(cols)
         for k, v in ref.items():
             want = v if isinstance(v, str) else pytest.approx(v, rel=1e-12, abs=1e-15)

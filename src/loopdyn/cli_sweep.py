@@ -82,7 +82,7 @@ def sweep(
     ] = None,
     method: Annotated[str | None, typer.Option("--method", "-m", help="forward dynamics")] = None,
     integrator: Annotated[
-        str | None, typer.Option("--integrator", "-i", help="simulate: RK45 (default) RK4 ...")
+        str | None, typer.Option("--integrator", "-i", help="simulate: DOP853 (default), RK45, RK4")
     ] = None,
     stabilization: Annotated[str | None, typer.Option(help="simulate: stabilisation")] = None,
     rtol: Annotated[float | None, typer.Option(help="simulate: relative tolerance")] = None,

@@ -91,7 +91,7 @@ def _actuated_vector(model, case, key, what):
 
 def _simulate_options(options, case):
     """``ld.simulate`` keyword arguments: the sweep's options overridden by the case's."""
-    kw = {"integrator": "RK45", "t_end": 1.0}
+    kw = {"t_end": 1.0}  # integrator: ld.simulate's default (DOP853, compiled)
     kw.update(options)
     kw.update({k: case[k] for k in case if k in _SIMULATE_KEYS})
     return kw
@@ -107,8 +107,8 @@ def run_simulate(model, case, **options):
     """Built-in run ``"simulate"``: ``ld.simulate`` from ``model.q0`` (velocities from
     case keys ``v0`` / ``v0_<k>`` on the actuated coordinates, made consistent), constant
     actuator forces ``tau`` / ``tau_<k>``; options (and case keys of the same names):
-    ``ld.simulate``'s (``t_end``, ``method``, ``integrator`` (default ``"RK45"``, the
-    compiled loop), ``rtol``, ...).
+    ``ld.simulate``'s (``t_end``, ``method``, ``integrator`` (default ``ld.simulate``'s,
+    DOP853 in the compiled loop), ``rtol``, ...).
 
     Outcomes: ``status`` ("completed", "singular": a change of mobility stopped it,
     "stopped": another ``SimulationError``), ``t_final`` (s: the time reached, the
