@@ -49,6 +49,13 @@ undetermined ones by complete pivoting, below ``SINGULAR_RATIO`` the kernel retu
 the loop, its joints and the condition number).  Loops that cannot be solved one by one
 (no order gives each of them m_i undetermined coordinates: coupled loops without a
 sequential structure) are merged into one block solved together, beyond the paper.
+
+Accuracy (beyond the paper): where the articulated pivots spread over many decades
+(``embedding.pivot_ratio`` < ``embedding.REFINE_PIVOT_RATIO``: mass ratios of 1e4–1e6)
+or a loop's best Y1 stays below ``RESELECT``, the answer is refined (``refine``): the
+residual of the equations of motion (``embedding.eom_residual``) is solved again by the
+same recursion on the same loop reduction, then checked against ``EOM_TOL``; a miss is
+``INACCURATE`` (the runner falls back to ``augmented`` or raises), never a silent answer.
 """
 
 from functools import partial
