@@ -434,6 +434,33 @@ def test_census_misses_are_refined_to_the_oracle(method, i):
         assert d.diag[DIAG_EOM] <= EOM_TOL
 
 
+# rcr's silent misses of the same census before its refinement: seven where the articulated
+# pivots spread (mass ratios 5e4..8e5, cond(M) 1e6..1e7; errors 1.5e-8..8e-8, as
+# embedding's) and 8731, whose best dependent coordinates still leave Y1 at a pivot ratio
+# of 6.7e-5 (error 3.8e-6).  Each is refined to the oracle, its equations of motion
+# checked; the cached workspace (after another state) gives the same answer.
+RCR_CENSUS_MISSES = (1637, 3518, 4402, 5978, 7427, 7807, 8731, 9312)
+
+
+@pytest.mark.parametrize("i", RCR_CENSUS_MISSES)
+def test_rcr_census_misses_are_refined_to_the_oracle(i):
+    from loopdyn.methods.common import DIAG_EOM, DIAG_REFINED, EOM_TOL
+
+    mech = mx.random_mechanism((CENSUS_SEED, i))
+    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
+    assert o.well
+    d = mech.model.create_data()
+    res = ld.forward_dynamics(mech.model, mech.q, mech.v, mech.tau, method="rcr", data=d)
+    assert res.method == "rcr"  # no fallback to augmented
+    assert d.diag[DIAG_REFINED] >= 1  # the refinement ran ...
+    assert d.diag[DIAG_EOM] <= EOM_TOL  # ... its residual was checked ...
+    assert mx.relative_error(res.qdd, o) <= mx.REL_TOL  # ... and it reached the oracle
+    fresh = mx.judge(mech, "rcr", o, data=mech.model.create_data())
+    assert fresh.kind == mx.AGREES
+    rng = np.random.default_rng((CENSUS_SEED, i, 1))
+    assert mx.same_answer(mech, "rcr", o, fresh, rng) == ""
+
+
 # The mechanisms where ``ld.assemble`` stopped at a local minimum of |Φ|² (|Φ| ~ 1e-5..7e-2,
 # often a singular configuration) from a guess within 0.1 of q*, before its restarts.
 ASSEMBLY_MISSES = (1750, 2091, 2411, 2466, 2806, 4180, 4521, 6197, 6415, 6499, 6596, 6762,

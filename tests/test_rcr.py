@@ -382,3 +382,19 @@ def test_fixed_step_rk4_run_of_the_paper_keeps_the_four_bar_closed():
     assert np.nanmax(traj.residual_position) < 1e-11
     assert np.nanmax(traj.residual_velocity) < 1e-11
     assert np.abs(traj.energy_drift).max() < 2e-4 * np.abs(traj.energy).max()
+
+
+@pytest.mark.parametrize("name", ACCEPTED)
+def test_the_catalog_needs_no_refinement(name):
+    """The refinement (``R.refine``: a second recursion per step, for spread articulated
+    pivots or a Y1 ill-conditioned whatever the choice) is not paid on the catalog, and
+    the answer of one pass is already the oracle's (test above)."""
+    from loopdyn.methods.common import DIAG_REFINED
+
+    model = ld.examples.get(name, **ACCEPTED[name])
+    d = model.create_data()
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        q, v, tau = consistent_state(model, rng)
+        rcr(model, q, v, tau, data=d)
+        assert d.diag[DIAG_REFINED] == 0, name

@@ -49,6 +49,13 @@ undetermined ones by complete pivoting, below ``SINGULAR_RATIO`` the kernel retu
 the loop, its joints and the condition number).  Loops that cannot be solved one by one
 (no order gives each of them m_i undetermined coordinates: coupled loops without a
 sequential structure) are merged into one block solved together, beyond the paper.
+
+Accuracy (beyond the paper): where the articulated pivots spread over many decades
+(``embedding.pivot_ratio`` < ``embedding.REFINE_PIVOT_RATIO``: mass ratios of 1e4–1e6)
+or a loop's best Y1 stays below ``RESELECT``, the answer is refined (``refine``): the
+residual of the equations of motion (``embedding.eom_residual``) is solved again by the
+same recursion on the same loop reduction, then checked against ``EOM_TOL``; a miss is
+``INACCURATE`` (the runner falls back to ``augmented`` or raises), never a silent answer.
 """
 
 from functools import partial
@@ -65,10 +72,19 @@ from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods import embedding as E
 from loopdyn.methods.common import (
+    DIAG_ASCALE,
+    DIAG_EOM,
     DIAG_QUALITY,
+    DIAG_REFINED,
+    DIAG_RESIDUAL,
+    EOM_TOL,
+    INACCURATE,
+    MAX_REFINE,
+    RESIDUAL_TOL,
     SINGULAR,
     DependentRows,
     input_status,
+    refinement_verdict,
 )
 from loopdyn.model.closures import COUPLING, TRANSLATION
 
@@ -826,49 +842,89 @@ def rcr_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
 
     In: the handles ``m``, ``d``, the plan ``ip``, ``fw`` (``RcrPlan``), a state ``q``
     (nq), ``v`` (nv) and joint forces ``tau`` (nv).  Returns the smallest Y1 pivot
-    ratio of the loops (> 0) or a status < 0 (``methods.common``).
+    ratio of the loops (> 0) or a status < 0 (``methods.common``): ``INACCURATE`` when a
+    refined answer misses ``EOM_TOL`` (``refine``).
     """
-    nb = m.nb
     ip[R_FAIL] = -1
-    agg = ip[ip[E.H_AGG] : ip[E.H_AGG] + ip[E.H_NA] * E.NAGG]
-    aggof = ip[ip[E.H_AGGOF] : ip[E.H_AGGOF] + nb]
-    IA, pA, V, inertia = d.IA, d.pA, d.V, m.inertia
     # kinematics: poses, S, velocities, c = v ×m S q̇ + Ṡ q̇; closure rows and γ
     fk_kernel(m, d, q, v)
     bias_accelerations(m, d)
     closure_terms(m, d, q, unliteral(True), ip[E.H_WANTJ] != 0)
+    quality, rel, ascale = recursion(m, d, ip, fw, tau, qdd, lam, unliteral(True))
+    if quality < 0.0:
+        d.diag[DIAG_QUALITY] = 0.0
+        return quality
+    # iterative refinement where the recursion may have lost digits: articulated pivots
+    # spread over many decades (mass ratios ~1e5: errors up to ~1e-7, as embedding), or
+    # a loop whose best dependent coordinates still leave Y1 ill-conditioned (X carries
+    # cond(Y1)² into the reduced inertia D)
+    d.diag[DIAG_REFINED] = 0.0
+    if rel <= RESIDUAL_TOL and (
+        quality < RESELECT or E.pivot_ratio(m, d, ip, fw) < E.REFINE_PIVOT_RATIO
+    ):
+        ascale = E.acceleration_scale(m, d, ascale, qdd)
+        if refine(m, d, ip, fw, tau, qdd, lam, ascale) < 0:
+            d.diag[DIAG_QUALITY] = quality
+            d.diag[DIAG_RESIDUAL] = d.diag[DIAG_EOM]
+            d.diag[DIAG_ASCALE] = ascale
+            return INACCURATE
+    return E.verdict(m, d, quality, rel, ascale, qdd, lam)
+
+
+@kernel
+def recursion(m, d, ip, fw, tau, qdd, lam, bias):
+    """RCR's three sweeps on the kinematics in ``d``: tips to base (ordinary joints,
+    eqs. 14–19; per loop group at its head the loops reduced, eqs. 33–55, 72–80, and the
+    virtual terminal bodies triangularized into the base body, eqs. 56–66), base to tips
+    (forward substitution, eqs. 67–71), then the multipliers.  ``bias``: start from
+    p^A = v ×* I v and reduce the loops (X, ζ); else a correction solve (``refine``):
+    p^A = 0, X and the Y1 factors of the last reduction kept, ζ = 0 (J δθ̈ = 0), the
+    velocity products ``d.C`` and gravity whatever ``d`` and ``m`` hold (zero then).
+    Returns (quality, rel, ascale): the smallest Y1 pivot ratio (or a status < 0), the
+    largest relative residual of J_i θ̈_i = γ_i and the acceleration scale."""
+    nb = m.nb
+    agg = ip[ip[E.H_AGG] : ip[E.H_AGG] + ip[E.H_NA] * E.NAGG]
+    aggof = ip[ip[E.H_AGGOF] : ip[E.H_AGGOF] + nb]
+    IA, pA, V, inertia = d.IA, d.pA, d.V, m.inertia
     # I^A = I, p^A = v ×* I v
     for i in range(nb):
-        v0, v1, v2, v3, v4, v5 = V[i, 0], V[i, 1], V[i, 2], V[i, 3], V[i, 4], V[i, 5]
-        h0, h1, h2, h3, h4, h5 = mat6_vec_at(inertia, i, v0, v1, v2, v3, v4, v5)
-        pA[i, 0] = v1 * h2 - v2 * h1 + v4 * h5 - v5 * h4
-        pA[i, 1] = v2 * h0 - v0 * h2 + v5 * h3 - v3 * h5
-        pA[i, 2] = v0 * h1 - v1 * h0 + v3 * h4 - v4 * h3
-        pA[i, 3] = v1 * h5 - v2 * h4
-        pA[i, 4] = v2 * h3 - v0 * h5
-        pA[i, 5] = v0 * h4 - v1 * h3
+        if bias:
+            v0, v1, v2, v3, v4, v5 = V[i, 0], V[i, 1], V[i, 2], V[i, 3], V[i, 4], V[i, 5]
+            h0, h1, h2, h3, h4, h5 = mat6_vec_at(inertia, i, v0, v1, v2, v3, v4, v5)
+            pA[i, 0] = v1 * h2 - v2 * h1 + v4 * h5 - v5 * h4
+            pA[i, 1] = v2 * h0 - v0 * h2 + v5 * h3 - v3 * h5
+            pA[i, 2] = v0 * h1 - v1 * h0 + v3 * h4 - v4 * h3
+            pA[i, 3] = v1 * h5 - v2 * h4
+            pA[i, 4] = v2 * h3 - v0 * h5
+            pA[i, 5] = v0 * h4 - v1 * h3
+        else:
+            for rr in range(6):
+                pA[i, rr] = 0.0
         for rr in range(6):
             for cc in range(6):
                 IA[i, rr, cc] = inertia[i, rr, cc]
-    # tips to base: ordinary joints (eqs. 14–19); each loop group at its head: the loops
-    # reduced (eqs. 33–55, 72–80), the virtual terminal bodies triangularized into the
-    # base body (eqs. 56–66)
+    if not bias:
+        for s in range(ip[E.H_NA]):
+            a = agg[s * E.NAGG : (s + 1) * E.NAGG]
+            zeta = block(fw, a[E.A_ZETA], a[E.A_NS])
+            for col in range(a[E.A_NS]):
+                zeta[col] = 0.0
+    # tips to base
     quality = 1.0
     for i in range(nb - 1, -1, -1):
         s = aggof[i]
         if s < 0:
             if not E.joint_inward(m, d, i, tau):
-                return SINGULAR
+                return SINGULAR, 0.0, 0.0
         elif agg[s * E.NAGG + E.A_HEAD] == i:
-            st = reduce_loops(m, d, ip, fw, s)
-            if st < 0.0:
-                d.diag[DIAG_QUALITY] = 0.0
-                return st
-            quality = min(quality, st)
+            if bias:
+                st = reduce_loops(m, d, ip, fw, s)
+                if st < 0.0:
+                    return st, 0.0, 0.0
+                quality = min(quality, st)
             if E.aggregate_inward(m, d, ip, fw, s, tau) < 0.0:
-                d.diag[DIAG_QUALITY] = 0.0
-                return SINGULAR
-    # base to tips: forward substitution (eqs. 67–71)
+                return SINGULAR, 0.0, 0.0
+    # base to tips
     for i in range(nb):
         s = aggof[i]
         if s < 0:
@@ -881,7 +937,64 @@ def rcr_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     for s in range(ip[E.H_NA]):
         rel = max(rel, loop_multipliers(m, d, ip, fw, s, tau, qdd, lam))
         ascale = max(ascale, fw[agg[s * E.NAGG + E.A_SC]])
-    return E.verdict(m, d, quality, rel, ascale, qdd, lam)
+    return quality, rel, ascale
+
+
+@kernel
+def refine(m, d, ip, fw, tau, qdd, lam, scale):
+    """Iterative refinement of (q̈, λ), as ``embedding.refine``: for the residual of the
+    equations of motion r1 = τ + Jᵀλ − M q̈ − h (``embedding.eom_residual``), the
+    correction (δq̈, δλ) with M δq̈ = r1 + Jᵀ δλ, J δq̈ = 0 is ``recursion`` with r1 as
+    joint forces on the same loop reduction (ζ = 0) without velocity products or
+    gravity (held aside meanwhile: C in ``d.fext``, g in registers; restored after).
+    Up to ``MAX_REFINE`` steps until the correction is at rounding level
+    (``refinement_verdict``); then the residual is checked: above ``EOM_TOL`` (into
+    ``d.diag[DIAG_EOM]``) or diverging corrections return -1 (the runner falls back, or
+    raises with the residual).  Returns the steps taken.  Workspace: ``d.phi`` (r1),
+    ``d.x`` (δq̈), ``d.lam`` (δλ)."""
+    nv, nb, r = m.nv, m.nb, d.nrows
+    C, g = d.C, m.gravity
+    r1, dq, dl, keep_c = d.phi, d.x, d.lam[:r], d.fext
+    prev = 0.0
+    steps = MAX_REFINE
+    for step in range(MAX_REFINE):
+        E.eom_residual(m, d, tau, qdd, lam, r1)
+        for i in range(nb):
+            for rr in range(6):
+                keep_c[i, rr] = C[i, rr]
+                C[i, rr] = 0.0
+        g0, g1, g2 = g[0], g[1], g[2]
+        g[0] = g[1] = g[2] = 0.0
+        st, _, _ = recursion(m, d, ip, fw, r1, dq, dl, unliteral(False))
+        g[0], g[1], g[2] = g0, g1, g2
+        for i in range(nb):
+            for rr in range(6):
+                C[i, rr] = keep_c[i, rr]
+        if st < 0.0:
+            return -1
+        dmax = 0.0
+        for j in range(nv):
+            dmax = max(dmax, abs(dq[j]))
+        verdict = refinement_verdict(step, dmax, prev, scale)
+        if verdict == -2:
+            return -1
+        if verdict == -1:
+            steps = step
+            break
+        for j in range(nv):
+            qdd[j] += dq[j]
+        for a in range(r):
+            lam[a] += dl[a]
+        d.diag[DIAG_REFINED] = step + 1
+        if verdict == 0:
+            steps = step + 1
+            break
+        prev = dmax
+    res = E.eom_residual(m, d, tau, qdd, lam, r1)
+    d.diag[DIAG_EOM] = res
+    if not res <= EOM_TOL:
+        return -1
+    return steps
 
 
 @entry
