@@ -203,6 +203,34 @@ def refinement_verdict(step, dmax, prev, scale):
     return 1
 
 
+REFINE_GO_ON = -3  # take_correction: refinement goes on
+
+
+@njit(cache=True, inline="always")
+def take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam):
+    """The end of refinement step ``step``, shared by the refining kernels: the verdict
+    of ``refinement_verdict`` on δq̈ = ``dq[:n]``; an accepted correction is added
+    (q̈ += δq̈, λ[:r] += δλ = ``dl``; ``d.diag[DIAG_REFINED]`` counts the steps).
+    Returns (code, |δq̈|∞): code -1 if the corrections grow (an inaccurate solve), the
+    number of steps applied if refinement ends here, or ``REFINE_GO_ON``."""
+    dmax = 0.0
+    for j in range(n):
+        dmax = max(dmax, abs(dq[j]))
+    verdict = refinement_verdict(step, dmax, prev, scale)
+    if verdict == -2:
+        return -1, dmax
+    if verdict == -1:
+        return step, dmax
+    for j in range(n):
+        qdd[j] += dq[j]
+    for a in range(r):
+        lam[a] += dl[a]
+    d.diag[DIAG_REFINED] = step + 1
+    if verdict == 0:
+        return step + 1, dmax
+    return REFINE_GO_ON, dmax
+
+
 @njit(cache=True)
 def aba_pivot_ratio(m, d):
     """min / max over the joints of the articulated-body pivots 1 / (D⁻¹)_kk that the

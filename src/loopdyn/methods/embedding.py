@@ -69,12 +69,13 @@ from loopdyn.methods.common import (
     INACCURATE,
     MAX_REFINE,
     NONFINITE_OUTPUT,
+    REFINE_GO_ON,
     RESIDUAL_TOL,
     SINGULAR,
     DependentRows,
     closure_loads,
     input_status,
-    refinement_verdict,
+    take_correction,
 )
 from loopdyn.model.closures import COUPLING, TRANSLATION
 from loopdyn.tree.aba import invert_spd_inplace
@@ -1013,24 +1014,12 @@ def refine(m, d, ip, fw, tau, qdd, lam, scale):
                 C[i, rr] = keep_c[i, rr]
         if st < 0.0:
             return -1
-        dmax = 0.0
-        for j in range(nv):
-            dmax = max(dmax, abs(dq[j]))
-        verdict = refinement_verdict(step, dmax, prev, scale)
-        if verdict == -2:
+        code, prev = take_correction(d, step, prev, scale, nv, r, dq, dl, qdd, lam)
+        if code == -1:
             return -1
-        if verdict == -1:
-            steps = step
+        if code != REFINE_GO_ON:
+            steps = code
             break
-        for j in range(nv):
-            qdd[j] += dq[j]
-        for a in range(r):
-            lam[a] += dl[a]
-        d.diag[DIAG_REFINED] = step + 1
-        if verdict == 0:
-            steps = step + 1
-            break
-        prev = dmax
     res = eom_residual(m, d, tau, qdd, lam, r1)
     d.diag[DIAG_EOM] = res
     if not res <= EOM_TOL:

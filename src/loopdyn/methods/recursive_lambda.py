@@ -40,6 +40,7 @@ from loopdyn.methods.common import (
     MAX_REFINE,
     PIVOT_TOL,
     REFINE_ABA_RATIO,
+    REFINE_GO_ON,
     REFINE_RATIO,
     SINGULAR,
     aba_pivot_ratio,
@@ -48,7 +49,7 @@ from loopdyn.methods.common import (
     input_status,
     kkt_residual,
     max_abs,
-    refinement_verdict,
+    take_correction,
 )
 from loopdyn.tree.aba import aba_from_kinematics, aba_resolve
 
@@ -135,20 +136,9 @@ def refine(m, d, tau, qdd, lam, r, scale):
             for a in range(r):
                 s += zeta[j, a] * dl[a]
             dq[j] = s
-        dmax = max_abs(dq)
-        verdict = refinement_verdict(step, dmax, prev, scale)
-        if verdict == -2:
-            return -1
-        if verdict == -1:
-            return step
-        for j in range(nv):
-            qdd[j] += dq[j]
-        for a in range(r):
-            lam[a] += dl[a]
-        d.diag[DIAG_REFINED] = step + 1
-        if verdict == 0:
-            return step + 1
-        prev = dmax
+        code, prev = take_correction(d, step, prev, scale, nv, r, dq, dl, qdd, lam)
+        if code != REFINE_GO_ON:
+            return code
     return MAX_REFINE
 
 

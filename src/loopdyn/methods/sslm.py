@@ -56,6 +56,7 @@ from loopdyn.methods.common import (
     MAX_REFINE,
     PIVOT_TOL,
     REFINE_ABA_RATIO,
+    REFINE_GO_ON,
     REFINE_RATIO,
     SINGULAR,
     aba_pivot_ratio,
@@ -64,8 +65,8 @@ from loopdyn.methods.common import (
     input_status,
     kkt_residual,
     max_abs,
-    refinement_verdict,
     system_terms,
+    take_correction,
 )
 from loopdyn.methods.slm import slm_multipliers
 from loopdyn.model.closures import COUPLING, TRANSLATION
@@ -1043,20 +1044,9 @@ def refine(m, d, ip, fw, tau, qdd, lam, r, scale):
         subsystem_solve(ip, fw, r1)
         for j in range(n):
             dq[j] += r1[j]
-        dmax = max_abs(dq)
-        verdict = refinement_verdict(step, dmax, prev, scale)
-        if verdict == -2:
-            return -1
-        if verdict == -1:
-            return step
-        for j in range(n):
-            qdd[j] += dq[j]
-        for a in range(r):
-            lam[a] += dl[a]
-        d.diag[DIAG_REFINED] = step + 1
-        if verdict == 0:
-            return step + 1
-        prev = dmax
+        code, prev = take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam)
+        if code != REFINE_GO_ON:
+            return code
     return MAX_REFINE
 
 
