@@ -167,24 +167,26 @@ def _frame(ctx, y, Nref):
 
 
 @njit(cache=True)
-def _dop_step(code, ctx, pb, n, y, tau, h, K, ys, yd, qdd, lam):
-    """One DOP853 step of size h from y with K[0] = f(y) (scipy's ``rk_step``): the
-    stages K[1..11], the 8th-order solution ``yd`` and K[12] = f(yd).  False if a
+def _rk_step(code, ctx, pb, n, y, tau, h, K, ys, yd, qdd, lam, A, B):
+    """One explicit Runge–Kutta step of size h from y with K[0] = f(y) (scipy's
+    ``rk_step``) for the tableau A, B of s = len(B) stages (DOP853: s = 12, RK45: s = 6):
+    the stages K[1..s-1], the solution ``yd`` and K[s] = f(yd).  False if a
     right-hand side failed."""
-    for s in range(1, 12):
+    ns = B.shape[0]
+    for s in range(1, ns):
         for i in range(2 * n):
             acc = 0.0
             for j in range(s):
-                acc += _DA[s, j] * K[j, i]
+                acc += A[s, j] * K[j, i]
             ys[i] = y[i] + h * acc
         if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
             return False
     for i in range(2 * n):
         acc = 0.0
-        for j in range(12):
-            acc += _DB[j] * K[j, i]
+        for j in range(ns):
+            acc += B[j] * K[j, i]
         yd[i] = y[i] + h * acc
-    return _rhs(code, ctx, pb, n, yd, tau, K[12], qdd, lam) > 0.0
+    return _rhs(code, ctx, pb, n, yd, tau, K[ns], qdd, lam) > 0.0
 
 
 @njit(cache=True)
@@ -375,25 +377,12 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
                 h = t_new - t
                 h_abs = abs(h)
                 if dop:
-                    if not _dop_step(code, ctx, pb, n, y, tau, h, K, ys, yd, qdd, lam):
+                    if not _rk_step(code, ctx, pb, n, y, tau, h, K, ys, yd, qdd, lam, _DA, _DB):
                         return FAILED_SOLVE
                     nfev += 12
                     en = _dop_error(K, h, y, yd, rtol, atol)
                 else:
-                    for s in range(1, 6):
-                        for i in range(2 * n):
-                            acc = 0.0
-                            for j in range(s):
-                                acc += _A[s, j] * K[j, i]
-                            ys[i] = y[i] + h * acc
-                        if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
-                            return FAILED_SOLVE
-                    for i in range(2 * n):
-                        acc = 0.0
-                        for j in range(6):
-                            acc += _B[j] * K[j, i]
-                        yd[i] = y[i] + h * acc
-                    if not _rhs(code, ctx, pb, n, yd, tau, K[6], qdd, lam) > 0.0:
+                    if not _rk_step(code, ctx, pb, n, y, tau, h, K, ys, yd, qdd, lam, _A, _B):
                         return FAILED_SOLVE
                     nfev += 6
                     en = 0.0
