@@ -33,7 +33,7 @@ import numpy as np
 
 import loopdyn as ld
 
-METHODS = ("augmented", "slm", "sslm", "recursive_lambda", "embedding")
+METHODS = ("augmented", "slm", "sslm", "recursive_lambda", "embedding", "rcr")
 SPATIAL_KINDS = ("ball", "revolute", "universal", "prismatic", "weld", "generic")
 PLANAR_KINDS = ("revolute", "prismatic", "weld", "generic")
 REDUNDANCIES = ("duplicate", "swapped", "implied")

@@ -381,6 +381,7 @@ def _parallelogram(theta):
         "sslm",
         "recursive_lambda",
         "embedding",
+        "rcr",
     ],
 )
 def test_parallelogram_next_to_its_flat_singularity_is_exact_or_singular(method):
@@ -473,7 +474,7 @@ def test_assembly_restarts_close_the_census_misses(i):
     draws the other states of the cached-workspace checks, one per method)."""
     mech = mx.random_mechanism((CENSUS_SEED, i))
     rng = np.random.default_rng((CENSUS_SEED, i, 1))
-    for _ in mx.METHODS:
+    for _ in range(5):  # the census that found them ran five methods (rcr joined later)
         mx.other_state(mech, rng)
     failures = mx.check_assembly(mech, rng)
     assert not failures, "\n".join(failures)
