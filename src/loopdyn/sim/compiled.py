@@ -24,7 +24,8 @@ import time
 from functools import cache
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import is_jitted, overload
 
 from loopdyn.errors import LoopdynError
 from loopdyn.kernels.numba_internals import as_input
@@ -34,10 +35,12 @@ from loopdyn.methods import dynamics
 from loopdyn.methods.dynamics import CODE, method_call
 from loopdyn.model.data import Data
 from loopdyn.sim import dop853
+from loopdyn.sim.stabilization import tau_function
 from loopdyn.sim.trajectory import Trajectory
+from loopdyn.tree.crba import crba_kernel
 
 INTEGRATORS = ("RK4", "RK45", "DOP853")
-STABILIZATIONS = ("none", "projection")
+STABILIZATIONS = ("none", "baumgarte", "projection")
 MOBILITY_TOL = 1e-8  # as loopdyn.sim.stabilization
 # outcomes of the loop
 DONE, FAILED_SOLVE, NOT_FINITE, SINGULAR, MAX_STEPS, NO_PROJECTION, STEP_TOO_SMALL = range(7)
@@ -45,7 +48,8 @@ DONE, FAILED_SOLVE, NOT_FINITE, SINGULAR, MAX_STEPS, NO_PROJECTION, STEP_TOO_SMA
 # Dormand–Prince 8(5,3) (scipy.integrate.DOP853)
 _DA, _DB, _DE3, _DE5, _DD = dop853.A, dop853.B, dop853.E3, dop853.E5, dop853.D
 # Dormand–Prince 5(4) (scipy.integrate.RK45)
-_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0])
+_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])  # stage times, then the new point
+_DC = dop853.C
 _A = np.array(
     [
         [0.0, 0, 0, 0, 0],
@@ -71,12 +75,102 @@ _P = np.array(
 )
 
 
+def _expand(u, out, act):
+    """τ (nv) into ``out`` from a controller's value ``u``: nv entries, one per actuated
+    coordinate ``act``, or a number when one coordinate is actuated (compiled code only;
+    ``stabilization.tau_function``'s rule).  False if the shape is wrong or not finite."""
+    raise TypeError("_expand is called from compiled code")
+
+
+@overload(_expand)
+def _expand_impl(u, out, act):
+    if isinstance(u, types.Number):
+
+        def scalar(u, out, act):
+            if act.shape[0] != 1:
+                return False
+            out[:] = 0.0
+            out[act[0]] = u
+            return np.isfinite(out[act[0]])
+
+        return scalar
+    if isinstance(u, types.Array) and u.ndim == 1:
+
+        def vector(u, out, act):
+            n = out.shape[0]
+            if u.shape[0] == n:
+                for i in range(n):
+                    out[i] = u[i]
+            elif u.shape[0] == act.shape[0]:
+                out[:] = 0.0
+                for i in range(act.shape[0]):
+                    out[act[i]] = u[i]
+            else:
+                return False
+            for i in range(n):
+                if not np.isfinite(out[i]):
+                    return False
+            return True
+
+        return vector
+    return None
+
+
 @njit(cache=True)
-def _rhs(code, ctx, pb, n, y, tau, f, qdd, lam):
-    """f = (v, q̈(q, v, τ)) of y = (q, v); the method's status."""
-    st = method_call(code, ctx, pb, as_input(y[:n]), as_input(y[n:]), as_input(tau), qdd, lam)
+def _tau(ctl, tau, act, t, q, v, u):
+    """τ at (t, q, v) into ``u``: the constant ``tau`` when ``ctl`` is None (a branch
+    numba removes while typing), else the compiled controller ``ctl(t, q, v)``."""
+    if ctl is None:
+        for i in range(u.shape[0]):
+            u[i] = tau[i]
+        return True
+    return _expand(ctl(t, q, v), u, act)
+
+
+@njit(cache=True)
+def _baumgarte(ctx, q, v, gains, qdd, lam):
+    """Add the Baumgarte terms of J q̈ = γ - 2α J v - β² Φ (``System.baumgarte``) to the
+    method's q̈ and λ: Δq̈ = M⁻¹Jᵀ S⁻¹ c, Δλ = S⁻¹ c, S = J M⁻¹ Jᵀ, c = -2α J v - β² Φ,
+    on the independent rows."""
+    m, d = handles(ctx)
+    n, r = m.nv, d.nrows
+    constraint_entry(ctx, as_input(q), as_input(q[:0]), True)
+    JrT = np.empty((n, r))
+    c = np.empty(r)
+    for a in range(r):
+        row = d.rows[a]
+        s = 0.0
+        for j in range(n):
+            JrT[j, a] = d.J[row, j]
+            s += d.J[row, j] * v[j]
+        c[a] = -2.0 * gains[0] * s - gains[1] * gains[1] * d.Phi[row]
+    M = np.empty((n, n))
+    crba_kernel(m, d, as_input(q), M)
+    X = np.linalg.solve(M, JrT)
+    dl = np.linalg.solve(JrT.T @ X, c)
     for i in range(n):
-        f[i] = y[n + i]
+        s = 0.0
+        for a in range(r):
+            s += X[i, a] * dl[a]
+        qdd[i] += s
+    for a in range(r):
+        lam[d.rows[a]] += dl[a]
+
+
+@njit(cache=True)
+def _rhs(code, S, t, y, f, qdd, lam, u):
+    """f = (v, q̈(q, v, τ(t, q, v))) of y = (q, v) for the system ``S`` (see ``_loop``);
+    the method's status (not > 0: failed, or the controller's τ is unusable)."""
+    ctx, pb, ctl, tau, act, gains = S
+    n = u.shape[0]
+    q, v = y[:n], y[n:]
+    if not _tau(ctl, tau, act, t, q, v, u):
+        return 0.0
+    st = method_call(code, ctx, pb, as_input(q), as_input(v), as_input(u), qdd, lam)
+    if st > 0.0 and gains[2] == 1.0:
+        _baumgarte(ctx, q, v, gains, qdd, lam)
+    for i in range(n):
+        f[i] = v[i]
         f[n + i] = qdd[i]
     return st
 
@@ -167,26 +261,28 @@ def _frame(ctx, y, Nref):
 
 
 @njit(cache=True)
-def _rk_step(code, ctx, pb, n, y, tau, h, K, ys, yd, qdd, lam, A, B):
-    """One explicit Runge–Kutta step of size h from y with K[0] = f(y) (scipy's
-    ``rk_step``) for the tableau A, B of s = len(B) stages (DOP853: s = 12, RK45: s = 6):
-    the stages K[1..s-1], the solution ``yd`` and K[s] = f(yd).  False if a
+def _rk_step(code, S, t, y, h, K, W, A, B, C):
+    """One explicit Runge–Kutta step of size h from (t, y) with K[0] = f(t, y) (scipy's
+    ``rk_step``) for the tableau A, B, C of s = len(B) stages (DOP853: s = 12, RK45:
+    s = 6; C[s] = 1, the new point): the stages K[1..s-1], the solution ``yd`` and
+    K[s] = f(t + h, yd).  ``W``: the work arrays (ys, yd, qdd, lam, u).  False if a
     right-hand side failed."""
+    ys, yd, qdd, lam, u = W
     ns = B.shape[0]
     for s in range(1, ns):
-        for i in range(2 * n):
+        for i in range(y.shape[0]):
             acc = 0.0
             for j in range(s):
                 acc += A[s, j] * K[j, i]
             ys[i] = y[i] + h * acc
-        if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
+        if not _rhs(code, S, t + C[s] * h, ys, K[s], qdd, lam, u) > 0.0:
             return False
-    for i in range(2 * n):
+    for i in range(y.shape[0]):
         acc = 0.0
         for j in range(ns):
             acc += B[j] * K[j, i]
         yd[i] = y[i] + h * acc
-    return _rhs(code, ctx, pb, n, yd, tau, K[ns], qdd, lam) > 0.0
+    return _rhs(code, S, t + h, yd, K[ns], qdd, lam, u) > 0.0
 
 
 @njit(cache=True)
@@ -208,18 +304,20 @@ def _dop_error(K, h, y, yd, rtol, atol):
 
 
 @njit(cache=True)
-def _dop_dense(code, ctx, pb, n, y, yd, tau, h, K, F, ys, qdd, lam):
-    """DOP853's dense output of the step y -> yd (scipy's ``_dense_output_impl``): the
-    extra stages K[13..15], then the 7 rows of F.  False if a right-hand side failed."""
+def _dop_dense(code, S, t, y, h, K, F, W):
+    """DOP853's dense output of the step (t, y) -> (t + h, yd) (scipy's
+    ``_dense_output_impl``): the extra stages K[13..15], then the 7 rows of F.  False
+    if a right-hand side failed."""
+    ys, yd, qdd, lam, u = W
     for s in range(13, 16):
-        for i in range(2 * n):
+        for i in range(y.shape[0]):
             acc = 0.0
             for j in range(s):
                 acc += _DA[s, j] * K[j, i]
             ys[i] = y[i] + h * acc
-        if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
+        if not _rhs(code, S, t + _DC[s] * h, ys, K[s], qdd, lam, u) > 0.0:
             return False
-    for i in range(2 * n):
+    for i in range(y.shape[0]):
         dy = yd[i] - y[i]
         F[0, i] = dy
         F[1, i] = h * K[0, i] - dy
@@ -244,13 +342,24 @@ def _dop_eval(F, y, x, out):
 
 
 @njit(cache=True)
-def _record(code, ctx, pb, n, y, tau, k, Y, QDD, LAM, RP, RV, EN, COND):
-    """Output k: the state, q̈ and λ of the method, the closure residuals and T + V."""
+def _record(code, S, k, t, y, O, u):
+    """Output k at time t: the state, τ, q̈ and λ of the method (with the Baumgarte
+    terms in that mode), the closure residuals and T + V, into the outputs
+    ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND)``."""
+    Y, QDD, LAM, TAU, RP, RV, EN, COND = O
+    ctx, pb, ctl, tau, act, gains = S
     m, d = handles(ctx)
+    n = m.nv
     q, v = y[:n], y[n:]
     for i in range(2 * n):
         Y[k, i] = y[i]
-    st = method_call(code, ctx, pb, as_input(q), as_input(v), as_input(tau), QDD[k], LAM[k])
+    st = 0.0
+    if _tau(ctl, tau, act, t, q, v, u):
+        st = method_call(code, ctx, pb, as_input(q), as_input(v), as_input(u), QDD[k], LAM[k])
+        if st > 0.0 and gains[2] == 1.0:
+            _baumgarte(ctx, q, v, gains, QDD[k], LAM[k])
+    for i in range(n):
+        TAU[k, i] = u[i] if st > 0.0 else np.nan
     COND[k] = 1.0 / st if st > 0.0 else np.inf
     if not st > 0.0:
         QDD[k, :] = np.nan
@@ -290,21 +399,23 @@ def loop(code):
     method's kernels only); arguments those of ``_loop`` after ``code``."""
 
     @njit(cache=True, nogil=True)
-    def run(ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats):
-        return _loop(
-            code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats
-        )
+    def run(S, y0, t_out, opts, monitor, O, stats):
+        return _loop(code, S, y0, t_out, opts, monitor, O, stats)
 
     return run
 
 
 @njit(cache=True)
-def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats):
-    """Integrate y = (q, v) from y0 at t = 0 to t_out[-1]; outputs at ``t_out`` into Y
-    (N, 2 nv) and the other output arrays.  ``opts``: integrator (0 RK4, 1 RK45, 2 DOP853), dt,
-    rtol, atol, max_step, projection (0/1), constraint tol, max_steps.  ``stats``:
-    steps, nfev, projections, outputs written, t reached.  Returns ``DONE`` or why it
-    stopped (the caller then runs the Python loop)."""
+def _loop(code, S, y0, t_out, opts, monitor, O, stats):
+    """Integrate y = (q, v) from y0 at t = 0 to t_out[-1] for the system
+    ``S = (ctx, pb, ctl, tau, act, gains)``: the method's workspace and plan buffers, the
+    compiled controller ``ctl(t, q, v)`` or None for the constant joint forces ``tau``
+    (nv), the actuated coordinates, and (α, β, 1 if Baumgarte else 0).  Outputs at
+    ``t_out`` into ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND)``, Y (N, 2 nv).  ``opts``:
+    integrator (0 RK4, 1 RK45, 2 DOP853), dt, rtol, atol, max_step, projection (0/1),
+    constraint tol, max_steps.  ``stats``: steps, nfev, projections, outputs written, t
+    reached.  Returns ``DONE`` or why it stopped (the caller then runs the Python loop)."""
+    ctx = S[0]
     m, d = handles(ctx)
     n = m.nv
     adaptive = opts[0] >= 1.0  # RK45 or DOP853
@@ -322,13 +433,15 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
     F = np.empty((7, 2 * n))  # DOP853's dense output of the step
     ys = np.empty(2 * n)
     yd = np.empty(2 * n)
+    u = np.empty(n)  # τ of the current evaluation
+    W = (ys, yd, qdd, lam, u)
     nfev = 0
     steps = 0
     nproj = 0
     k = 0
     t = 0.0
     if t_out[0] == 0.0:
-        _record(code, ctx, pb, n, y, tau, 0, Y, QDD, LAM, RP, RV, EN, COND)
+        _record(code, S, 0, 0.0, y, O, u)
         k = 1
     N = np.zeros((n, 0))
     sign = 0.0
@@ -336,7 +449,7 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
         ok, N, sign, _ = _frame(ctx, y, np.zeros((n, n - d.nrows)))
         if not ok:
             return SINGULAR
-    if not _rhs(code, ctx, pb, n, y, tau, K[0], qdd, lam) > 0.0:
+    if not _rhs(code, S, t, y, K[0], qdd, lam, u) > 0.0:
         return FAILED_SOLVE
     nfev += 1
     h_abs = dt
@@ -347,7 +460,7 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
         h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
         h0 = min(h0, t_end)
         ys[:] = y + h0 * K[0]
-        if not _rhs(code, ctx, pb, n, ys, tau, K[1], qdd, lam) > 0.0:
+        if not _rhs(code, S, t + h0, ys, K[1], qdd, lam, u) > 0.0:
             return FAILED_SOLVE
         nfev += 1
         d2 = np.sqrt(np.mean(((K[1] - K[0]) / sc) ** 2)) / h0
@@ -377,12 +490,12 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
                 h = t_new - t
                 h_abs = abs(h)
                 if dop:
-                    if not _rk_step(code, ctx, pb, n, y, tau, h, K, ys, yd, qdd, lam, _DA, _DB):
+                    if not _rk_step(code, S, t, y, h, K, W, _DA, _DB, _DC):
                         return FAILED_SOLVE
                     nfev += 12
                     en = _dop_error(K, h, y, yd, rtol, atol)
                 else:
-                    if not _rk_step(code, ctx, pb, n, y, tau, h, K, ys, yd, qdd, lam, _A, _B):
+                    if not _rk_step(code, S, t, y, h, K, W, _A, _B, _C):
                         return FAILED_SOLVE
                     nfev += 6
                     en = 0.0
@@ -408,7 +521,7 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
                 x = (t_out[k] - t) / h
                 if dop:
                     if not dense:
-                        if not _dop_dense(code, ctx, pb, n, y, yd, tau, h, K, F, ys, qdd, lam):
+                        if not _dop_dense(code, S, t, y, h, K, F, W):
                             return FAILED_SOLVE
                         nfev += 3
                         dense = True
@@ -426,7 +539,7 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
                         ys[i] = y[i] + h * acc
                 if project and _project(ctx, ys, tol) < 0:
                     return NO_PROJECTION
-                _record(code, ctx, pb, n, ys, tau, k, Y, QDD, LAM, RP, RV, EN, COND)
+                _record(code, S, k, t_out[k], ys, O, u)
                 k += 1
             K[0] = K[fsal]  # first same as last
         else:  # classical RK4 whose steps end on the output times
@@ -439,13 +552,13 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
                 t_new = stop
             else:
                 t_new = t + h
-            if steps > 0 and not _rhs(code, ctx, pb, n, y, tau, K[0], qdd, lam) > 0.0:
+            if steps > 0 and not _rhs(code, S, t, y, K[0], qdd, lam, u) > 0.0:
                 return FAILED_SOLVE
             for s in range(1, 4):
                 c = 0.5 if s < 3 else 1.0
                 for i in range(2 * n):
                     ys[i] = y[i] + c * h * K[s - 1, i]
-                if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
+                if not _rhs(code, S, t + c * h, ys, K[s], qdd, lam, u) > 0.0:
                     return FAILED_SOLVE
             nfev += 4 if steps > 0 else 3
             for i in range(2 * n):
@@ -471,7 +584,7 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
             N, sign = N2, own
         steps += 1
         if k < nout and t_out[k] == t:
-            _record(code, ctx, pb, n, y, tau, k, Y, QDD, LAM, RP, RV, EN, COND)
+            _record(code, S, k, t, y, O, u)
             k += 1
         stats[0], stats[1], stats[2], stats[3], stats[4] = steps, nfev, nproj, k, t
     stats[0], stats[1], stats[2], stats[3], stats[4] = steps, nfev, nproj, k, t
@@ -480,8 +593,8 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
 
 def eligible(model, tau, integrator, stabilization, progress):
     """None if the compiled loop applies, else the reason it does not (a string)."""
-    if callable(tau):
-        return "tau is a Python callable"
+    if callable(tau) and not is_jitted(tau):
+        return "tau is a Python controller (decorate it with @numba.njit to run compiled)"
     if integrator not in INTEGRATORS:
         return f"integrator {integrator!r} (compiled: {', '.join(INTEGRATORS)})"
     if stabilization not in STABILIZATIONS and model.m:
@@ -494,16 +607,21 @@ def eligible(model, tau, integrator, stabilization, progress):
 
 
 def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps):
-    """The compiled loop from the consistent (q, v) with joint forces ``tau`` (nv); a
-    :class:`Trajectory` like ``ld.simulate``'s, or None when the compiled loop cannot
-    finish (the caller then runs the Python loop).  ``a``: ``check_arguments``."""
+    """The compiled loop from the consistent (q, v); a :class:`Trajectory` like
+    ``ld.simulate``'s, or None when the compiled loop cannot finish (the caller then runs
+    the Python loop).  ``tau``: None, a constant (nv or one per actuated coordinate) or
+    a numba-compiled controller ``tau(t, q, v)``; ``a``: ``check_arguments``.  Each call
+    has its own workspace: calls from several threads run in parallel (the loop
+    releases the GIL)."""
     wall0 = time.perf_counter()
     nv, m = model.nv, model.m
     d = Data(model, dense=True)
+    ctl = tau if callable(tau) else None
     try:
-        dynamics.forward_dynamics(model, q, v, tau, method=method, data=d)
+        tau0 = tau_function(model, tau)(0.0, q, v)
+        dynamics.forward_dynamics(model, q, v, tau0, method=method, data=d)
     except (LoopdynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
-        return None  # a singular start: the Python loop reports it
+        return None  # a singular start or a bad τ: the Python loop reports it
     bound = d.bound.get(method)
     if bound is None or (d.rank_info is not None and d.rank_info.dropped.size):
         return None
@@ -519,21 +637,25 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps):
             a["max_step"], float(project), a["constraint_tol"], float(max_steps),
         ]
     )  # fmt: skip
-    Y = np.full((nout, 2 * nv), np.nan)
-    QDD = np.full((nout, nv), np.nan)
-    LAM = np.full((nout, max(m, 1)), np.nan)
-    RP, RV, EN, COND = (np.zeros(nout) for _ in range(4))
+    gains = np.array([*a["gains"], float(mode == "baumgarte" and m > 0)])
+    act = np.ascontiguousarray(model.actuated, dtype=np.int64)
+    system = (ctx, pb, ctl, np.ascontiguousarray(tau0, dtype=float), act, gains)
+    O = (
+        np.full((nout, 2 * nv), np.nan),  # Y
+        np.full((nout, nv), np.nan),  # QDD
+        np.full((nout, max(m, 1)), np.nan),  # LAM
+        np.full((nout, nv), np.nan),  # TAU
+        *(np.zeros(nout) for _ in range(4)),  # RP, RV, EN, COND
+    )
     stats = np.zeros(5)
     y0 = np.concatenate([q, v])
     try:
-        out = loop(CODE[method])(
-            ctx, pb, y0, np.ascontiguousarray(tau, dtype=float), t_out, opts,
-            bool(monitor and m > 0), Y, QDD, LAM, RP, RV, EN, COND, stats,
-        )  # fmt: skip
+        out = loop(CODE[method])(system, y0, t_out, opts, bool(monitor and m > 0), O, stats)
     except (ArithmeticError, ValueError, np.linalg.LinAlgError):
         return None
     if out != DONE:
         return None
+    Y, QDD, LAM, TAU, RP, RV, EN, COND = O
     nst = dict(
         steps=int(stats[0]), nfev=int(stats[1]), projections=int(stats[2]), repartitions=[],
         restarts=0, wall_time=time.perf_counter() - wall0, compiled=True,
@@ -544,7 +666,7 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps):
         v=Y[:, nv:].copy(),
         qdd=QDD,
         lam=LAM[:, :m],
-        tau=np.tile(tau, (nout, 1)),
+        tau=TAU,
         residual_position=RP,
         residual_velocity=RV,
         energy=EN,
