@@ -3,13 +3,12 @@
 ``ld.simulate_batch(model, Q0, V0, t_end, tau=...)`` integrates N motions of one model,
 each exactly as ``ld.simulate`` would, and returns their N trajectories.  Where the
 compiled loop applies (``loopdyn.sim.compiled``: τ None, constant per element or a
-numba-compiled controller; RK4, RK45 or DOP853; stabilisation none, Baumgarte or
-projection; no spherical/free joints) the elements run in a pool of threads, each
-with its own workspace, inside the compiled loop, which releases the GIL: the
-threads run in parallel.  An element the compiled loop cannot finish (a singularity,
-max_steps, a failed solve) is redone by ``ld.simulate``'s Python loop, which produces
-its documented result or error; elsewhere every element takes that loop, one after
-the other.
+numba-compiled controller; RK4, RK45 or DOP853; no spherical/free joints) the elements
+run in a pool of threads, each with its own workspace, inside the compiled loop, which
+releases the GIL: the threads run in parallel.  An element the compiled loop cannot
+finish (a singularity, max_steps, a failed solve) is redone by ``ld.simulate``'s Python
+loop, which produces its documented result or error; elsewhere every element takes that
+loop, one after the other.
 """
 
 import os
@@ -21,6 +20,7 @@ from loopdyn.analysis.assembly import assemble, complete_velocity
 from loopdyn.errors import SimulationError, SimulationInterrupted
 from loopdyn.kinematics.closures import closure_residual
 from loopdyn.methods import dynamics
+from loopdyn.methods.rcr import independent_columns
 from loopdyn.model.data import Data
 from loopdyn.sim import compiled as compiled_loop
 from loopdyn.sim.simulate import check_arguments, simulate
@@ -29,7 +29,8 @@ from loopdyn.validation import configuration, vector
 # ld.simulate's options that simulate_batch passes on
 OPTIONS = (
     "integrator", "stabilization", "rtol", "atol", "dt", "max_step", "t_eval", "baumgarte",
-    "constraint_tol", "singularities", "max_steps",
+    "constraint_tol", "singularities", "max_steps", "independent", "repartition",
+    "repartition_cond",
 )  # fmt: skip
 
 
@@ -90,7 +91,8 @@ def simulate_batch(
     controller ``tau(t, q, v)`` shared by all (compile it with ``@numba.njit`` to run
     in the compiled loop).  ``method`` and ``options`` (``integrator``,
     ``stabilization``, ``rtol``, ``atol``, ``dt``, ``max_step``, ``t_eval``,
-    ``baumgarte``, ``constraint_tol``, ``singularities``, ``max_steps``): as
+    ``baumgarte``, ``constraint_tol``, ``singularities``, ``max_steps``, ``independent``,
+    ``repartition``, ``repartition_cond``): as
     ``ld.simulate``.  ``threads``: worker threads (default: the usable cores).
 
     Out: a list of N :class:`loopdyn.Trajectory`, element i the motion from
@@ -116,7 +118,8 @@ def simulate_batch(
         threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
-    a = check_arguments(method=method, t_end=t_end, **options)
+    checked = {k: x for k, x in options.items() if k not in ("independent", "repartition")}
+    a = check_arguments(method=method, t_end=t_end, **checked)
     dynamics.check_method(model, method, model.data)
     Q, V = _states(model, Q0, V0)
     n = Q.shape[0]
@@ -126,6 +129,11 @@ def simulate_batch(
     why = compiled_loop.eligible(model, tau, integrator, mode, None)
     monitor = options.get("singularities", "stop") == "stop"
     max_steps = options.get("max_steps", 1_000_000)
+    repartition, independent = options.get("repartition", True), options.get("independent")
+    if independent is not None:  # joint names or indices into v: a ValueError, now
+        independent = independent_columns(model, independent)
+        if method == "rcr" and why is None:
+            why = "independent= with method='rcr'"
 
     # consistent initial states (the main thread: assembly is Python work)
     d = Data(model)
@@ -140,8 +148,9 @@ def simulate_batch(
 
     def compiled(i):
         return compiled_loop.run(
-            model, Q[i], V[i], taus[i], method, integrator, mode, a, monitor, max_steps
-        )
+            model, Q[i], V[i], taus[i], method, integrator, mode, a, monitor, max_steps,
+            repartition, independent,
+        )  # fmt: skip
 
     out = [None] * n
     if why is None:

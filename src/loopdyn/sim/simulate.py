@@ -170,8 +170,7 @@ def simulate(
       ``progress(t, t_end)``: called after every step.
       ``compiled``: None (default) runs the loop inside compiled code when it applies
       (τ None, constant or a ``@numba.njit`` controller, ``"RK4"``, ``"RK45"`` or
-      ``"DOP853"``, stabilization ``"none"``, ``"baumgarte"`` or ``"projection"``, no
-      spherical/free joints, no ``progress``; see
+      ``"DOP853"``, any stabilization, no spherical/free joints, no ``progress``; see
       ``loopdyn.sim.compiled``), else the Python loop; ``True`` the same but a
       ``ValueError`` saying why when it does not apply; ``False`` the Python loop.
       Whatever the compiled loop cannot finish is redone by the Python loop.
@@ -223,8 +222,9 @@ def simulate(
             why = "independent= with method='rcr' (the compiled loop uses RCR's own choice)"
         if why is None:
             traj = compiled_loop.run(
-                model, q, v, tau, method, integrator, mode, a, singularities == "stop", max_steps
-            )
+                model, q, v, tau, method, integrator, mode, a, singularities == "stop", max_steps,
+                repartition, independent,
+            )  # fmt: skip
             if traj is not None:
                 return traj
         elif compiled:
