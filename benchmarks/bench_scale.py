@@ -16,6 +16,7 @@ run on every thread).
 
     PYTHONPATH=src python benchmarks/bench_scale.py [--rounds 5] [--n 10000] [--cpu-time]
     PYTHONPATH=src python benchmarks/bench_scale.py --cold augmented   # compile time
+    PYTHONPATH=src python benchmarks/bench_scale.py --simulation       # batched / partitioning
 """
 
 import argparse
@@ -197,6 +198,62 @@ def free_fall(rounds, rtol, clock):
         )
 
 
+def sim_batch(rounds, n):
+    """``ld.simulate_batch`` of n four-bar free falls (θ1 from 30° to 150°, 2 s, DOP853,
+    rtol 1e-10, projection) on every core against a loop of ``ld.simulate`` (each call
+    already in the compiled loop) and the batch on one thread; wall time."""
+    model = ld.examples.four_bar()
+    Q = np.tile(model.q0, (n, 1))
+    Q[:, 0] = np.deg2rad(np.linspace(30, 150, n))
+    kw = dict(t_eval=101, rtol=1e-10, atol=1e-10)
+    runs = {
+        "simulate_batch": lambda: ld.simulate_batch(model, Q, None, 2.0, **kw),
+        "simulate_batch 1 thread": lambda: ld.simulate_batch(model, Q, None, 2.0, threads=1, **kw),
+        "loop of ld.simulate": lambda: [ld.simulate(model, q, None, 2.0, **kw) for q in Q],
+    }
+    out = {k: f() for k, f in runs.items()}  # compile / load, and the answers
+    gap = max(
+        np.abs(a.q - b.q).max()
+        for a, b in zip(out["simulate_batch"], out["loop of ld.simulate"], strict=True)
+    )
+    t = _alternate(runs, rounds)
+    print(
+        f"\nsimulate_batch: {n} four-bar free falls of 2 s (DOP853, rtol 1e-10, projection), "
+        f"{len(os.sched_getaffinity(0))} usable cores; max |q_batch - q_loop| = {gap:.1e}; "
+        f"wall ms, median (min–max) of {rounds} alternated rounds"
+    )
+    for k, v in t.items():
+        print(f"  {k:24s} {_spread(v, 1e3)} ms")
+    for k in ("simulate_batch", "simulate_batch 1 thread"):
+        print(f"  loop of ld.simulate / {k}: {_spread(t['loop of ld.simulate'] / t[k])}x")
+
+
+def partitioning(rounds, clock):
+    """stabilization='partitioning' in the compiled loop against the Python loop: free
+    falls of the five-bar (denoc; repartitions), 3-RRR (rcr) and carpet scraper (rcr)."""
+    cases = [
+        ("five_bar", "denoc", ld.examples.five_bar()),
+        ("three_rrr", "rcr", ld.examples.three_rrr()),
+        ("carpet_scraper", "rcr", ld.examples.carpet_scraper()),
+    ]
+    unit = "CPU" if clock is time.process_time else "wall"
+    print(f"\npartitioning, 3 s free fall, DOP853 rtol 1e-8; {unit} ms, median (min–max)")
+    for name, method, model in cases:
+        kw = dict(method=method, stabilization="partitioning", t_eval=301)
+        runs = {
+            "compiled": lambda m=model, kw=kw: ld.simulate(m, None, None, 3.0, compiled=True, **kw),
+            "python": lambda m=model, kw=kw: ld.simulate(m, None, None, 3.0, compiled=False, **kw),
+        }
+        a, b = runs["compiled"](), runs["python"]()
+        t = _alternate(runs, rounds, clock)
+        print(
+            f"  {name} ({method}): compiled {_spread(t['compiled'], 1e3)} ms, Python loop "
+            f"{_spread(t['python'], 1e3)} ms, ratio {_spread(t['python'] / t['compiled'])}x; "
+            f"{a.stats['steps']} / {b.stats['steps']} steps, {len(a.stats['repartitions'])} / "
+            f"{len(b.stats['repartitions'])} repartitions, max |Φ| {a.residual_position.max():.1e}"
+        )
+
+
 def cold(method):
     """A fresh process on an empty numba cache: the CPU time of its first batch of
     ``method`` (after a first single call) and of the whole process (import included)."""
@@ -225,11 +282,17 @@ if __name__ == "__main__":
     p.add_argument("--n", type=int, default=10_000)
     p.add_argument("--cpu-time", action="store_true", help="free fall: the CPU time")
     p.add_argument("--cold", metavar="METHOD", help="only: a cold first batch of METHOD")
+    p.add_argument("--simulation", action="store_true", help="only: simulate_batch, partitioning")
     a = p.parse_args()
     if a.cold:
         cold(a.cold)
         sys.exit()
-    free_fall(a.rounds, 1e-10, time.process_time if a.cpu_time else time.perf_counter)
+    clock = time.process_time if a.cpu_time else time.perf_counter
+    sim_batch(a.rounds, 64)
+    partitioning(a.rounds, clock)
+    if a.simulation:
+        sys.exit()
+    free_fall(a.rounds, 1e-10, clock)
     batch("four_bar", ld.examples.four_bar(), a.n, a.rounds, "augmented")
     # rcr: the fastest method on the ladder (single calls: rcr 25 µs, sslm 32, embedding 56,
     # augmented 262, recursive_lambda 365, slm 391)

@@ -60,6 +60,7 @@ from loopdyn.model import (
     Spherical,
     Universal,
 )
+from loopdyn.sim.batch import simulate_batch
 from loopdyn.sim.simulate import simulate
 from loopdyn.sim.trajectory import Trajectory
 from loopdyn.sweeps import read_sweep, sweep
@@ -136,6 +137,7 @@ __all__ = [
     "rnea_batch",
     "save",
     "simulate",
+    "simulate_batch",
     "sweep",
     "topology",
     "total_energy",

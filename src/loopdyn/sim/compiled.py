@@ -20,11 +20,13 @@ compiled loop changes speed, never outcomes beyond the integrator tolerance.
 Ctrl-C is not seen while the compiled loop runs.
 """
 
+import itertools
 import time
 from functools import cache
 
 import numpy as np
-from numba import njit
+from numba import njit, objmode, types
+from numba.extending import is_jitted, overload
 
 from loopdyn.errors import LoopdynError
 from loopdyn.kernels.numba_internals import as_input
@@ -34,18 +36,26 @@ from loopdyn.methods import dynamics
 from loopdyn.methods.dynamics import CODE, method_call
 from loopdyn.model.data import Data
 from loopdyn.sim import dop853
+from loopdyn.sim.partitioning import partition_kernel
+from loopdyn.sim.stabilization import System, tau_function
 from loopdyn.sim.trajectory import Trajectory
+from loopdyn.tree.crba import crba_kernel
 
 INTEGRATORS = ("RK4", "RK45", "DOP853")
-STABILIZATIONS = ("none", "projection")
+STABILIZATIONS = ("none", "baumgarte", "projection", "partitioning")
 MOBILITY_TOL = 1e-8  # as loopdyn.sim.stabilization
+MAX_REPARTITIONS = 1000  # more: the Python loop runs
+STATE_FAILED = -1e9  # _rhs: the dependent coordinates could not be recovered (partitioning)
 # outcomes of the loop
-DONE, FAILED_SOLVE, NOT_FINITE, SINGULAR, MAX_STEPS, NO_PROJECTION, STEP_TOO_SMALL = range(7)
+DONE, FAILED_SOLVE, NOT_FINITE, SINGULAR, MAX_STEPS, NO_PROJECTION, STEP_TOO_SMALL, REPARTITION = (
+    range(8)
+)
 
 # Dormand–Prince 8(5,3) (scipy.integrate.DOP853)
 _DA, _DB, _DE3, _DE5, _DD = dop853.A, dop853.B, dop853.E3, dop853.E5, dop853.D
 # Dormand–Prince 5(4) (scipy.integrate.RK45)
-_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0])
+_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])  # stage times, then the new point
+_DC = dop853.C
 _A = np.array(
     [
         [0.0, 0, 0, 0, 0],
@@ -71,13 +81,160 @@ _P = np.array(
 )
 
 
+def _expand(u, out, act):
+    """τ (nv) into ``out`` from a controller's value ``u``: nv entries, one per actuated
+    coordinate ``act``, or a number when one coordinate is actuated (compiled code only;
+    ``stabilization.tau_function``'s rule).  False if the shape is wrong or not finite."""
+    raise TypeError("_expand is called from compiled code")
+
+
+@overload(_expand)
+def _expand_impl(u, out, act):
+    if isinstance(u, types.Number):
+
+        def scalar(u, out, act):
+            if act.shape[0] != 1:
+                return False
+            out[:] = 0.0
+            out[act[0]] = u
+            return np.isfinite(out[act[0]])
+
+        return scalar
+    if isinstance(u, types.Array) and u.ndim == 1:
+
+        def vector(u, out, act):
+            n = out.shape[0]
+            if u.shape[0] == n:
+                for i in range(n):
+                    out[i] = u[i]
+            elif u.shape[0] == act.shape[0]:
+                out[:] = 0.0
+                for i in range(act.shape[0]):
+                    out[act[i]] = u[i]
+            else:
+                return False
+            for i in range(n):
+                if not np.isfinite(out[i]):
+                    return False
+            return True
+
+        return vector
+    return None
+
+
 @njit(cache=True)
-def _rhs(code, ctx, pb, n, y, tau, f, qdd, lam):
-    """f = (v, q̈(q, v, τ)) of y = (q, v); the method's status."""
-    st = method_call(code, ctx, pb, as_input(y[:n]), as_input(y[n:]), as_input(tau), qdd, lam)
+def _tau(ctl, tau, act, t, q, v, u):
+    """τ at (t, q, v) into ``u``: the constant ``tau`` when ``ctl`` is None (a branch
+    numba removes while typing), else the compiled controller ``ctl(t, q, v)``."""
+    if ctl is None:
+        for i in range(u.shape[0]):
+            u[i] = tau[i]
+        return True
+    return _expand(ctl(t, q, v), u, act)
+
+
+@njit(cache=True)
+def _baumgarte(ctx, q, v, gains, qdd, lam):
+    """Add the Baumgarte terms of J q̈ = γ - 2α J v - β² Φ (``System.baumgarte``) to the
+    method's q̈ and λ: Δq̈ = M⁻¹Jᵀ S⁻¹ c, Δλ = S⁻¹ c, S = J M⁻¹ Jᵀ, c = -2α J v - β² Φ,
+    on the independent rows."""
+    m, d = handles(ctx)
+    n, r = m.nv, d.nrows
+    constraint_entry(ctx, as_input(q), as_input(q[:0]), True)
+    JrT = np.empty((n, r))
+    c = np.empty(r)
+    for a in range(r):
+        row = d.rows[a]
+        s = 0.0
+        for j in range(n):
+            JrT[j, a] = d.J[row, j]
+            s += d.J[row, j] * v[j]
+        c[a] = -2.0 * gains[0] * s - gains[1] * gains[1] * d.Phi[row]
+    M = np.empty((n, n))
+    crba_kernel(m, d, as_input(q), M)
+    X = np.linalg.solve(M, JrT)
+    dl = np.linalg.solve(JrT.T @ X, c)
     for i in range(n):
-        f[i] = y[n + i]
-        f[n + i] = qdd[i]
+        s = 0.0
+        for a in range(r):
+            s += X[i, a] * dl[a]
+        qdd[i] += s
+    for a in range(r):
+        lam[d.rows[a]] += dl[a]
+
+
+@njit(cache=True)
+def _dependent(ctx, P, y):
+    """``System._dependent``: the full state (P's ``q``, ``v``) from the independent
+    (q_i, v_i) = y — Newton on Φ = 0 for q_d from the last solution moved to first order,
+    q_d ≈ q_d⁰ + G (q_i - q_i⁰) with G = -J_d⁻¹ J_i, then v_d = G v_i
+    (``partition_kernel``).  False where J_d is singular or Newton does not converge."""
+    _, d = handles(ctx)
+    ind, dep, rows, q, v, G, ps = P
+    ni = ind.shape[0]
+    x = q.copy()
+    if ps[0] == 1.0:  # G of the last solution
+        for a in range(dep.shape[0]):
+            s = 0.0
+            for b in range(ni):
+                s += G[a, b] * (y[b] - x[ind[b]])
+            x[dep[a]] += s
+    for b in range(ni):
+        x[ind[b]] = y[b]
+        v[ind[b]] = y[ni + b]
+    tol = ps[1]
+    last = np.inf
+    for _ in range(25):
+        constraint_entry(ctx, as_input(x), as_input(x[:0]), True)
+        err, ratio = partition_kernel(d.J, d.Phi, rows, ind, dep, x, v, G, tol)
+        if ratio < 1e-14:
+            return False
+        if err <= tol or (err >= 0.5 * last and err <= 1e3 * tol):
+            q[:] = x
+            ps[0] = 1.0
+            return True
+        last = err
+    return False
+
+
+@njit(cache=True)
+def _state(ctx, S, y):
+    """(ok, q, v): the full state of the ODE state y — y itself, or (partitioning) the
+    dependent coordinates recovered by ``_dependent``."""
+    P = S[6]
+    n = P[3].shape[0]
+    if P[6][2] == 1.0:
+        ok = _dependent(ctx, P, y)
+        return ok, P[3], P[4]
+    return True, y[:n], y[n:]
+
+
+@njit(cache=True)
+def _rhs(code, S, t, y, f, qdd, lam, u):
+    """f = (v, q̈(q, v, τ(t, q, v))) of y = (q, v), or of y = (q_i, v_i) when
+    partitioning (then f = (v_i, q̈_i)), for the system ``S`` (see ``_loop``); the
+    method's status (not > 0: failed, ``STATE_FAILED`` where the dependent coordinates
+    cannot be recovered, 0 where the controller's τ is unusable)."""
+    ctx, pb, ctl, tau, act, gains, P = S
+    ok, q, v = _state(ctx, S, y)
+    if not ok:
+        return STATE_FAILED
+    if not _tau(ctl, tau, act, t, q, v, u):
+        return 0.0
+    st = method_call(code, ctx, pb, as_input(q), as_input(v), as_input(u), qdd, lam)
+    if st > 0.0 and gains[2] == 1.0:
+        _baumgarte(ctx, q, v, gains, qdd, lam)
+    ind = P[0]
+    if P[6][2] == 1.0:
+        ni = ind.shape[0]
+        for b in range(ni):
+            f[b] = v[ind[b]]
+            f[ni + b] = qdd[ind[b]]
+    else:
+        n = u.shape[0]
+        for i in range(n):
+            f[i] = v[i]
+            f[n + i] = qdd[i]
     return st
 
 
@@ -146,11 +303,11 @@ def _project(ctx, y, tol):
 
 
 @njit(cache=True)
-def _frame(ctx, y, Nref):
+def _frame(ctx, q, Nref):
     """``System._mobility_frame``: (ok, N, sign det [J; Nᵀ], sign det [J; N_refᵀ]) at q."""
     m, d = handles(ctx)
     n, r = m.nv, d.nrows
-    constraint_entry(ctx, as_input(y[:n]), as_input(y[:0]), True)
+    constraint_entry(ctx, as_input(q), as_input(q[:0]), True)
     Jr = np.empty((r, n))
     for a in range(r):
         Jr[a] = d.J[d.rows[a]]
@@ -167,26 +324,29 @@ def _frame(ctx, y, Nref):
 
 
 @njit(cache=True)
-def _rk_step(code, ctx, pb, n, y, tau, h, K, ys, yd, qdd, lam, A, B):
-    """One explicit Runge–Kutta step of size h from y with K[0] = f(y) (scipy's
-    ``rk_step``) for the tableau A, B of s = len(B) stages (DOP853: s = 12, RK45: s = 6):
-    the stages K[1..s-1], the solution ``yd`` and K[s] = f(yd).  False if a
-    right-hand side failed."""
+def _rk_step(code, S, t, y, h, K, W, A, B, C):
+    """One explicit Runge–Kutta step of size h from (t, y) with K[0] = f(t, y) (scipy's
+    ``rk_step``) for the tableau A, B, C of s = len(B) stages (DOP853: s = 12, RK45:
+    s = 6; C[s] = 1, the new point): the stages K[1..s-1], the solution ``yd`` and
+    K[s] = f(t + h, yd).  ``W``: the work arrays (ys, yd, qdd, lam, u).  The status of
+    the last right-hand side (> 0), or of the one that failed."""
+    ys, yd, qdd, lam, u = W
     ns = B.shape[0]
     for s in range(1, ns):
-        for i in range(2 * n):
+        for i in range(y.shape[0]):
             acc = 0.0
             for j in range(s):
                 acc += A[s, j] * K[j, i]
             ys[i] = y[i] + h * acc
-        if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
-            return False
-    for i in range(2 * n):
+        st = _rhs(code, S, t + C[s] * h, ys, K[s], qdd, lam, u)
+        if not st > 0.0:
+            return st
+    for i in range(y.shape[0]):
         acc = 0.0
         for j in range(ns):
             acc += B[j] * K[j, i]
         yd[i] = y[i] + h * acc
-    return _rhs(code, ctx, pb, n, yd, tau, K[ns], qdd, lam) > 0.0
+    return _rhs(code, S, t + h, yd, K[ns], qdd, lam, u)
 
 
 @njit(cache=True)
@@ -208,18 +368,21 @@ def _dop_error(K, h, y, yd, rtol, atol):
 
 
 @njit(cache=True)
-def _dop_dense(code, ctx, pb, n, y, yd, tau, h, K, F, ys, qdd, lam):
-    """DOP853's dense output of the step y -> yd (scipy's ``_dense_output_impl``): the
-    extra stages K[13..15], then the 7 rows of F.  False if a right-hand side failed."""
+def _dop_dense(code, S, t, y, h, K, F, W):
+    """DOP853's dense output of the step (t, y) -> (t + h, yd) (scipy's
+    ``_dense_output_impl``): the extra stages K[13..15], then the 7 rows of F.  1, or
+    the status of the right-hand side that failed."""
+    ys, yd, qdd, lam, u = W
     for s in range(13, 16):
-        for i in range(2 * n):
+        for i in range(y.shape[0]):
             acc = 0.0
             for j in range(s):
                 acc += _DA[s, j] * K[j, i]
             ys[i] = y[i] + h * acc
-        if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
-            return False
-    for i in range(2 * n):
+        st = _rhs(code, S, t + _DC[s] * h, ys, K[s], qdd, lam, u)
+        if not st > 0.0:
+            return st
+    for i in range(y.shape[0]):
         dy = yd[i] - y[i]
         F[0, i] = dy
         F[1, i] = h * K[0, i] - dy
@@ -229,7 +392,7 @@ def _dop_dense(code, ctx, pb, n, y, yd, tau, h, K, F, ys, qdd, lam):
             for j in range(16):
                 acc += _DD[r, j] * K[j, i]
             F[3 + r, i] = h * acc
-    return True
+    return 1.0
 
 
 @njit(cache=True)
@@ -244,13 +407,25 @@ def _dop_eval(F, y, x, out):
 
 
 @njit(cache=True)
-def _record(code, ctx, pb, n, y, tau, k, Y, QDD, LAM, RP, RV, EN, COND):
-    """Output k: the state, q̈ and λ of the method, the closure residuals and T + V."""
+def _record(code, S, k, t, y, O, u):
+    """Output k at time t: the state, τ, q̈ and λ of the method (with the Baumgarte
+    terms in that mode), the closure residuals and T + V, into the outputs
+    ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND)``."""
+    Y, QDD, LAM, TAU, RP, RV, EN, COND, _ = O
+    ctx, pb, ctl, tau, act, gains, _ = S
     m, d = handles(ctx)
-    q, v = y[:n], y[n:]
-    for i in range(2 * n):
-        Y[k, i] = y[i]
-    st = method_call(code, ctx, pb, as_input(q), as_input(v), as_input(tau), QDD[k], LAM[k])
+    n = m.nv
+    ok, q, v = _state(ctx, S, y)
+    for i in range(n):
+        Y[k, i] = q[i]
+        Y[k, n + i] = v[i]
+    st = 0.0
+    if ok and _tau(ctl, tau, act, t, q, v, u):
+        st = method_call(code, ctx, pb, as_input(q), as_input(v), as_input(u), QDD[k], LAM[k])
+        if st > 0.0 and gains[2] == 1.0:
+            _baumgarte(ctx, q, v, gains, QDD[k], LAM[k])
+    for i in range(n):
+        TAU[k, i] = u[i] if st > 0.0 else np.nan
     COND[k] = 1.0 / st if st > 0.0 else np.inf
     if not st > 0.0:
         QDD[k, :] = np.nan
@@ -283,6 +458,59 @@ def _record(code, ctx, pb, n, y, tau, k, Y, QDD, LAM, RP, RV, EN, COND):
     EN[k] = e
 
 
+def _candidate(key, q):
+    """The partition ``System.candidate`` chooses at q (``ld.partition``) for the run
+    registered under ``key``: (independent, dependent, rows, cond(J_d)).  Called from
+    the compiled loop in object mode, at a repartition check only."""
+    ind, dep, rows, cond = _SYSTEMS[int(key)].candidate(np.array(q))
+    return ind.astype(np.int64), dep.astype(np.int64), rows.astype(np.int64), float(cond)
+
+
+_SYSTEMS = {}  # key -> the System of a compiled run that partitions (see ``run``)
+_KEYS = itertools.count(1)
+
+
+@njit(cache=True)
+def _orientation(ctx, P, q):
+    """(sign det J_d, cond J_d) at q for the partition in P (``System.orientation_at``,
+    ``System.condition``)."""
+    _, d = handles(ctx)
+    dep, rows = P[1], P[2]
+    constraint_entry(ctx, as_input(q), as_input(q[:0]), True)
+    r = rows.shape[0]
+    Jd = np.empty((r, r))
+    for a in range(r):
+        for b in range(r):
+            Jd[a, b] = d.J[rows[a], dep[b]]
+    return np.linalg.slogdet(Jd)[0], np.linalg.cond(Jd)
+
+
+@njit(cache=True)
+def _repartition(ctx, P, q, cond, key, force):
+    """``_Run.step``'s repartition at q where cond(J_d) > the threshold: ld.partition's
+    choice (``_candidate``, object mode); taken if it differs and halves cond(J_d), or
+    always if ``force`` (``System.set_partition`` after a singular step).  Returns 1 if
+    a new partition was taken (P holds it, its orientation and no G), 0 if not (with
+    ``force``: the same partition, P reset all the same), -1 if the choice changes the
+    number of independent coordinates (the Python loop then runs)."""
+    ind, dep, rows, ps = P[0], P[1], P[2], P[6]
+    with objmode(ind2="int64[:]", dep2="int64[:]", rows2="int64[:]", new="float64"):
+        ind2, dep2, rows2, new = _candidate(key, q)
+    if ind2.shape[0] != ind.shape[0] or rows2.shape[0] != rows.shape[0]:
+        return -1
+    same = True
+    for b in range(ind.shape[0]):
+        same = same and ind2[b] == ind[b]
+    if not force and (same or not new < 0.5 * cond):
+        return 0
+    ind[:] = ind2
+    dep[:] = dep2
+    rows[:] = rows2
+    ps[3] = _orientation(ctx, P, q)[0]
+    ps[0] = 0.0  # System.state: the guess is q, no G
+    return 0 if same else 1
+
+
 @cache
 def loop(code):
     """The compiled loop of method ``code`` (``dynamics.CODE``): ``_loop`` specialised to
@@ -290,23 +518,33 @@ def loop(code):
     method's kernels only); arguments those of ``_loop`` after ``code``."""
 
     @njit(cache=True, nogil=True)
-    def run(ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats):
-        return _loop(
-            code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats
-        )
+    def run(S, y0, t_out, opts, monitor, O, stats):
+        return _loop(code, S, y0, t_out, opts, monitor, O, stats)
 
     return run
 
 
 @njit(cache=True)
-def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN, COND, stats):
-    """Integrate y = (q, v) from y0 at t = 0 to t_out[-1]; outputs at ``t_out`` into Y
-    (N, 2 nv) and the other output arrays.  ``opts``: integrator (0 RK4, 1 RK45, 2 DOP853), dt,
-    rtol, atol, max_step, projection (0/1), constraint tol, max_steps.  ``stats``:
-    steps, nfev, projections, outputs written, t reached.  Returns ``DONE`` or why it
-    stopped (the caller then runs the Python loop)."""
+def _loop(code, S, y0, t_out, opts, monitor, O, stats):
+    """Integrate (q, v) from y0 = (q0, v0) at t = 0 to t_out[-1] for the system
+    ``S = (ctx, pb, ctl, tau, act, gains, P)``: the method's workspace and plan buffers,
+    the compiled controller ``ctl(t, q, v)`` or None for the constant joint forces
+    ``tau`` (nv), the actuated coordinates, (α, β, 1 if Baumgarte else 0), and the
+    partition ``P = (ind, dep, rows, q, v, G, ps)`` (``ps``: G known, constraint tol,
+    partitioning 0/1, sign det J_d, repartition cond (0: never), run key, repartitions
+    recorded).  Partitioning integrates y = (q_i, v_i), otherwise y = (q, v).  Outputs
+    at ``t_out`` into ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND, REP)``, Y (N, 2 nv), REP
+    the repartitions (t, new independent coordinates).  ``opts``: integrator (0 RK4, 1
+    RK45, 2 DOP853), dt, rtol, atol, max_step, projection (0/1), constraint tol,
+    max_steps.  ``stats``: steps, nfev, projections, outputs written, t reached,
+    integrator restarts.  Returns ``DONE`` or why it stopped (the caller then runs the
+    Python loop)."""
+    ctx, P = S[0], S[6]
     m, d = handles(ctx)
     n = m.nv
+    ind, ps, REP = P[0], P[6], O[8]
+    reduced = ps[2] == 1.0
+    ni = ind.shape[0]
     adaptive = opts[0] >= 1.0  # RK45 or DOP853
     dop = opts[0] == 2.0
     expo = -1.0 / 8.0 if dop else -1.0 / 5.0  # -1 / (error estimator order + 1)
@@ -315,28 +553,39 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
     project, tol, max_steps = opts[5] == 1.0, opts[6], opts[7]
     t_end = t_out[-1]
     nout = t_out.shape[0]
-    y = y0.copy()
+    ny = 2 * ni if reduced else 2 * n
+    y = np.empty(ny)
+    if reduced:  # System.state: the guess is q0
+        P[3][:] = y0[:n]
+        P[4][:] = y0[n:]
+        for b in range(ni):
+            y[b] = y0[ind[b]]
+            y[ni + b] = y0[n + ind[b]]
+    else:
+        y[:] = y0
     qdd = np.empty(n)
     lam = np.empty(max(m.nr, 1))
-    K = np.zeros((16, 2 * n))  # the stages (DOP853: with its 3 dense-output stages)
-    F = np.empty((7, 2 * n))  # DOP853's dense output of the step
-    ys = np.empty(2 * n)
-    yd = np.empty(2 * n)
+    K = np.zeros((16, ny))  # the stages (DOP853: with its 3 dense-output stages)
+    F = np.empty((7, ny))  # DOP853's dense output of the step
+    ys = np.empty(ny)
+    yd = np.empty(ny)
+    u = np.empty(n)  # τ of the current evaluation
+    W = (ys, yd, qdd, lam, u)
     nfev = 0
     steps = 0
     nproj = 0
     k = 0
     t = 0.0
     if t_out[0] == 0.0:
-        _record(code, ctx, pb, n, y, tau, 0, Y, QDD, LAM, RP, RV, EN, COND)
+        _record(code, S, 0, 0.0, y, O, u)
         k = 1
     N = np.zeros((n, 0))
     sign = 0.0
     if monitor:
-        ok, N, sign, _ = _frame(ctx, y, np.zeros((n, n - d.nrows)))
+        ok, N, sign, _ = _frame(ctx, y0[:n], np.zeros((n, n - d.nrows)))
         if not ok:
             return SINGULAR
-    if not _rhs(code, ctx, pb, n, y, tau, K[0], qdd, lam) > 0.0:
+    if not _rhs(code, S, t, y, K[0], qdd, lam, u) > 0.0:
         return FAILED_SOLVE
     nfev += 1
     h_abs = dt
@@ -347,7 +596,7 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
         h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
         h0 = min(h0, t_end)
         ys[:] = y + h0 * K[0]
-        if not _rhs(code, ctx, pb, n, ys, tau, K[1], qdd, lam) > 0.0:
+        if not _rhs(code, S, t + h0, ys, K[1], qdd, lam, u) > 0.0:
             return FAILED_SOLVE
         nfev += 1
         d2 = np.sqrt(np.mean(((K[1] - K[0]) / sc) ** 2)) / h0
@@ -357,11 +606,20 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
             h1 = (0.01 / max(d1, d2)) ** -expo
         h_abs = min(100 * h0, h1, t_end, max_step)
     stop_k = 0  # RK4: the next stop among the output times and t_end
+    ylast = y.copy()  # the last accepted state: y, and (partitioning) the full q, v
+    qlast, vlast = y0[:n].copy(), y0[n:].copy()
+    retried_at = -1.0
+    restarts = 0
+    cond = 0.0
     while t < t_end:
         if steps >= max_steps:
             stats[4] = t
             return MAX_STEPS
-        t0 = t
+        t0, k0, h_fail = t, k, h_abs
+        ylast[:] = y
+        # a step; failed (partitioning): the dependent coordinates of a stage, an output
+        # or the step's end cannot be recovered, or det J_d changed sign
+        failed = False
         if adaptive:
             min_step = 10 * abs(np.nextafter(t, np.inf) - t)
             h_abs = min(max(h_abs, min_step), max_step)
@@ -377,22 +635,27 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
                 h = t_new - t
                 h_abs = abs(h)
                 if dop:
-                    if not _rk_step(code, ctx, pb, n, y, tau, h, K, ys, yd, qdd, lam, _DA, _DB):
-                        return FAILED_SOLVE
+                    st = _rk_step(code, S, t, y, h, K, W, _DA, _DB, _DC)
+                else:
+                    st = _rk_step(code, S, t, y, h, K, W, _A, _B, _C)
+                if not st > 0.0:
+                    if st == STATE_FAILED:
+                        failed = True
+                        break
+                    return FAILED_SOLVE
+                if dop:
                     nfev += 12
                     en = _dop_error(K, h, y, yd, rtol, atol)
                 else:
-                    if not _rk_step(code, ctx, pb, n, y, tau, h, K, ys, yd, qdd, lam, _A, _B):
-                        return FAILED_SOLVE
                     nfev += 6
                     en = 0.0
-                    for i in range(2 * n):
+                    for i in range(ny):
                         e = 0.0
                         for j in range(7):
                             e += K[j, i] * _E[j]
                         e *= h / (atol + max(abs(y[i]), abs(yd[i])) * rtol)
                         en += e * e
-                    en = np.sqrt(en / (2 * n))
+                    en = np.sqrt(en / ny)
                 if en < 1.0:
                     factor = 10.0 if en == 0.0 else min(10.0, 0.9 * en**expo)
                     if rejected:
@@ -404,17 +667,21 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
             # outputs strictly inside the step: the dense output of RK45 (quartic) or of
             # DOP853 (order 7, its 3 extra stages evaluated at the step's first output)
             dense = False
-            while k < nout and t_out[k] < t_new:
+            while not failed and k < nout and t_out[k] < t_new:
                 x = (t_out[k] - t) / h
                 if dop:
                     if not dense:
-                        if not _dop_dense(code, ctx, pb, n, y, yd, tau, h, K, F, ys, qdd, lam):
+                        st = _dop_dense(code, S, t, y, h, K, F, W)
+                        if not st > 0.0:
+                            if st == STATE_FAILED:
+                                failed = True
+                                break
                             return FAILED_SOLVE
                         nfev += 3
                         dense = True
                     _dop_eval(F, y, x, ys)
                 else:
-                    for i in range(2 * n):
+                    for i in range(ny):
                         acc = 0.0
                         for j in range(7):
                             p = x
@@ -426,9 +693,13 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
                         ys[i] = y[i] + h * acc
                 if project and _project(ctx, ys, tol) < 0:
                     return NO_PROJECTION
-                _record(code, ctx, pb, n, ys, tau, k, Y, QDD, LAM, RP, RV, EN, COND)
+                if reduced and not _dependent(ctx, P, ys):
+                    failed = True
+                    break
+                _record(code, S, k, t_out[k], ys, O, u)
                 k += 1
-            K[0] = K[fsal]  # first same as last
+            if not failed:
+                K[0] = K[fsal]  # first same as last
         else:  # classical RK4 whose steps end on the output times
             while t_out[stop_k] <= t:
                 stop_k += 1
@@ -439,49 +710,126 @@ def _loop(code, ctx, pb, y0, tau, t_out, opts, monitor, Y, QDD, LAM, RP, RV, EN,
                 t_new = stop
             else:
                 t_new = t + h
-            if steps > 0 and not _rhs(code, ctx, pb, n, y, tau, K[0], qdd, lam) > 0.0:
-                return FAILED_SOLVE
+            st = 1.0
+            if steps > 0 or restarts > 0:
+                st = _rhs(code, S, t, y, K[0], qdd, lam, u)
             for s in range(1, 4):
+                if not st > 0.0:
+                    break
                 c = 0.5 if s < 3 else 1.0
-                for i in range(2 * n):
+                for i in range(ny):
                     ys[i] = y[i] + c * h * K[s - 1, i]
-                if not _rhs(code, ctx, pb, n, ys, tau, K[s], qdd, lam) > 0.0:
+                st = _rhs(code, S, t + c * h, ys, K[s], qdd, lam, u)
+            if not st > 0.0:
+                if st != STATE_FAILED:
                     return FAILED_SOLVE
-            nfev += 4 if steps > 0 else 3
-            for i in range(2 * n):
-                yd[i] = y[i] + (h / 6.0) * (K[0, i] + 2.0 * K[1, i] + 2.0 * K[2, i] + K[3, i])
-        for i in range(2 * n):
-            if not np.isfinite(yd[i]):
+                failed = True
+            else:
+                nfev += 4 if steps > 0 or restarts > 0 else 3
+                for i in range(ny):
+                    yd[i] = y[i] + (h / 6.0) * (K[0, i] + 2.0 * K[1, i] + 2.0 * K[2, i] + K[3, i])
+        if not failed:
+            for i in range(ny):
+                if not np.isfinite(yd[i]):
+                    stats[4] = t
+                    return NOT_FINITE
+            y[:] = yd
+            t = t_new
+            if project:
+                moved = _project(ctx, y, tol)
+                if moved < 0:
+                    return NO_PROJECTION
+                if moved:
+                    nproj += 1
+                    K[0, :n] = y[n:]  # the solver's state modified, its last q̈ kept
+            if reduced:
+                # the full state at the step's end; det J_d must keep its sign (else the
+                # independent coordinates passed a fold of q_d(q_i))
+                if not _dependent(ctx, P, y):
+                    failed = True
+                else:
+                    orient, cond = _orientation(ctx, P, P[3])
+                    failed = orient != ps[3]
+                h_fail = h_abs
+        if failed:
+            # System: a new partition at the last accepted state and a fresh integrator
+            # from there with a quarter of the step, once per state; else singular
+            if not (reduced and ps[4] > 0.0 and retried_at != t0):
+                stats[4] = t0
+                return SINGULAR
+            retried_at = t0
+            t, k = t0, k0
+            taken = _repartition(ctx, P, qlast, 0.0, ps[5], True)
+            if taken < 0 or (taken and ps[6] >= REP.shape[0]):
                 stats[4] = t
-                return NOT_FINITE
-        y[:] = yd
-        t = t_new
-        if project:
-            moved = _project(ctx, y, tol)
-            if moved < 0:
-                return NO_PROJECTION
-            if moved:
-                nproj += 1
-                K[0, :n] = y[n:]  # the solver's state modified, its last q̈ kept
+                return REPARTITION
+            if taken:
+                _note_repartition(REP, ps, t, ind)
+            P[3][:] = qlast
+            P[4][:] = vlast
+            for b in range(ni):
+                y[b] = qlast[ind[b]]
+                y[ni + b] = vlast[ind[b]]
+            restarts += 1
+            if adaptive:
+                if not _rhs(code, S, t, y, K[0], qdd, lam, u) > 0.0:
+                    return FAILED_SOLVE
+                nfev += 1
+                h_abs = min(0.25 * h_fail, t_end - t)
+            stats[5] = restarts
+            continue
         if monitor:
-            ok, N2, own, ref = _frame(ctx, y, N)
+            ok, N2, own, ref = _frame(ctx, P[3] if reduced else y[:n], N)
             if not ok or ref != sign:
                 stats[4] = t0
                 return SINGULAR
             N, sign = N2, own
+        restart = False
+        if reduced and ps[4] > 0.0 and cond > ps[4]:
+            taken = _repartition(ctx, P, P[3], cond, ps[5], False)
+            if taken < 0 or (taken and ps[6] >= REP.shape[0]):
+                stats[4] = t
+                return REPARTITION
+            if taken:  # restart the integrator from the state in the new partition
+                _note_repartition(REP, ps, t, ind)
+                for b in range(ni):
+                    y[b] = P[3][ind[b]]
+                    y[ni + b] = P[4][ind[b]]
+                restart = True
+                restarts += 1
+        if reduced:
+            qlast[:] = P[3]
+            vlast[:] = P[4]
         steps += 1
         if k < nout and t_out[k] == t:
-            _record(code, ctx, pb, n, y, tau, k, Y, QDD, LAM, RP, RV, EN, COND)
+            _record(code, S, k, t, y, O, u)
             k += 1
+        if restart and adaptive:  # scipy's new solver: f at the state, the last step size
+            if not _rhs(code, S, t, y, K[0], qdd, lam, u) > 0.0:
+                return FAILED_SOLVE
+            nfev += 1
+            h_abs = min(h_abs, t_end - t)
         stats[0], stats[1], stats[2], stats[3], stats[4] = steps, nfev, nproj, k, t
+        stats[5] = restarts
     stats[0], stats[1], stats[2], stats[3], stats[4] = steps, nfev, nproj, k, t
+    stats[5] = restarts
     return DONE
+
+
+@njit(cache=True)
+def _note_repartition(REP, ps, t, ind):
+    """Record a new partition (time, independent coordinates) in REP; ps[6] counts them."""
+    r = int(ps[6])
+    REP[r, 0] = t
+    for b in range(ind.shape[0]):
+        REP[r, 1 + b] = ind[b]
+    ps[6] += 1.0
 
 
 def eligible(model, tau, integrator, stabilization, progress):
     """None if the compiled loop applies, else the reason it does not (a string)."""
-    if callable(tau):
-        return "tau is a Python callable"
+    if callable(tau) and not is_jitted(tau):
+        return "tau is a Python controller (decorate it with @numba.njit to run compiled)"
     if integrator not in INTEGRATORS:
         return f"integrator {integrator!r} (compiled: {', '.join(INTEGRATORS)})"
     if stabilization not in STABILIZATIONS and model.m:
@@ -493,17 +841,24 @@ def eligible(model, tau, integrator, stabilization, progress):
     return None
 
 
-def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps):
-    """The compiled loop from the consistent (q, v) with joint forces ``tau`` (nv); a
-    :class:`Trajectory` like ``ld.simulate``'s, or None when the compiled loop cannot
-    finish (the caller then runs the Python loop).  ``a``: ``check_arguments``."""
+def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repartition=True,
+        independent=None):  # fmt: skip
+    """The compiled loop from the consistent (q, v); a :class:`Trajectory` like
+    ``ld.simulate``'s, or None when the compiled loop cannot finish (the caller then runs
+    the Python loop).  ``tau``: None, a constant (nv or one per actuated coordinate) or
+    a numba-compiled controller ``tau(t, q, v)``; ``a``: ``check_arguments``;
+    ``repartition`` and ``independent``: ``ld.simulate``'s, for ``mode="partitioning"``.
+    Each call has its own workspaces: calls from several threads run in parallel (the
+    loop releases the GIL; a repartition takes it for ``ld.partition``)."""
     wall0 = time.perf_counter()
     nv, m = model.nv, model.m
     d = Data(model, dense=True)
+    ctl = tau if callable(tau) else None
     try:
-        dynamics.forward_dynamics(model, q, v, tau, method=method, data=d)
+        tau0 = tau_function(model, tau)(0.0, q, v)
+        dynamics.forward_dynamics(model, q, v, tau0, method=method, data=d)
     except (LoopdynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
-        return None  # a singular start: the Python loop reports it
+        return None  # a singular start or a bad τ: the Python loop reports it
     bound = d.bound.get(method)
     if bound is None or (d.rank_info is not None and d.rank_info.dropped.size):
         return None
@@ -519,24 +874,52 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps):
             a["max_step"], float(project), a["constraint_tol"], float(max_steps),
         ]
     )  # fmt: skip
-    Y = np.full((nout, 2 * nv), np.nan)
-    QDD = np.full((nout, nv), np.nan)
-    LAM = np.full((nout, max(m, 1)), np.nan)
-    RP, RV, EN, COND = (np.zeros(nout) for _ in range(4))
-    stats = np.zeros(5)
+    gains = np.array([*a["gains"], float(mode == "baumgarte" and m > 0)])
+    act = np.ascontiguousarray(model.actuated, dtype=np.int64)
+    no = np.zeros(0, dtype=np.int64)
+    ps = np.array([0.0, a["constraint_tol"], 0.0, 0.0, 0.0, 0.0, 0.0])
+    P = (no, no.copy(), no.copy(), np.zeros(nv), np.zeros(nv), np.zeros((0, 0)), ps)
+    key = None
+    if mode == "partitioning" and m > 0:
+        # the initial partition as the Python loop chooses it, on a workspace of its own
+        sy = System(
+            model, method, None, mode, a["gains"], a["constraint_tol"], Data(model, dense=True),
+            independent,
+        )  # fmt: skip
+        try:
+            sy.start(q, v)
+        except (LoopdynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
+            return None
+        key = next(_KEYS)
+        _SYSTEMS[key] = sy
+        ind, dep, rows = (np.array(x, dtype=np.int64) for x in (sy.ind, sy.dep, sy.rows))
+        ps[2:6] = 1.0, sy.orientation, a["repartition_cond"] if repartition else 0.0, key
+        P = (ind, dep, rows, np.zeros(nv), np.zeros(nv), np.empty((dep.size, ind.size)), ps)
+    system = (ctx, pb, ctl, np.ascontiguousarray(tau0, dtype=float), act, gains, P)
+    O = (
+        np.full((nout, 2 * nv), np.nan),  # Y
+        np.full((nout, nv), np.nan),  # QDD
+        np.full((nout, max(m, 1)), np.nan),  # LAM
+        np.full((nout, nv), np.nan),  # TAU
+        *(np.zeros(nout) for _ in range(4)),  # RP, RV, EN, COND
+        np.zeros((MAX_REPARTITIONS, 1 + P[0].size)),  # REP
+    )
+    stats = np.zeros(6)
     y0 = np.concatenate([q, v])
     try:
-        out = loop(CODE[method])(
-            ctx, pb, y0, np.ascontiguousarray(tau, dtype=float), t_out, opts,
-            bool(monitor and m > 0), Y, QDD, LAM, RP, RV, EN, COND, stats,
-        )  # fmt: skip
+        out = loop(CODE[method])(system, y0, t_out, opts, bool(monitor and m > 0), O, stats)
     except (ArithmeticError, ValueError, np.linalg.LinAlgError):
         return None
+    finally:
+        _SYSTEMS.pop(key, None)
     if out != DONE:
         return None
+    nrep = int(ps[6])
+    reps = [(float(r[0]), r[1:].astype(int).tolist()) for r in O[8][:nrep]]
+    Y, QDD, LAM, TAU, RP, RV, EN, COND, _ = O
     nst = dict(
-        steps=int(stats[0]), nfev=int(stats[1]), projections=int(stats[2]), repartitions=[],
-        restarts=0, wall_time=time.perf_counter() - wall0, compiled=True,
+        steps=int(stats[0]), nfev=int(stats[1]), projections=int(stats[2]), repartitions=reps,
+        restarts=int(stats[5]), wall_time=time.perf_counter() - wall0, compiled=True,
     )  # fmt: skip
     return Trajectory(
         t=t_out.copy(),
@@ -544,7 +927,7 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps):
         v=Y[:, nv:].copy(),
         qdd=QDD,
         lam=LAM[:, :m],
-        tau=np.tile(tau, (nout, 1)),
+        tau=TAU,
         residual_position=RP,
         residual_velocity=RV,
         energy=EN,

@@ -169,8 +169,8 @@ def simulate(
       ``SimulationError`` with the trajectory so far beyond it).
       ``progress(t, t_end)``: called after every step.
       ``compiled``: None (default) runs the loop inside compiled code when it applies
-      (τ None or constant, ``"RK4"``, ``"RK45"`` or ``"DOP853"``, stabilization ``"none"`` or
-      ``"projection"``, no spherical/free joints, no ``progress``; see
+      (τ None, constant or a ``@numba.njit`` controller, ``"RK4"``, ``"RK45"`` or
+      ``"DOP853"``, any stabilization, no spherical/free joints, no ``progress``; see
       ``loopdyn.sim.compiled``), else the Python loop; ``True`` the same but a
       ``ValueError`` saying why when it does not apply; ``False`` the Python loop.
       Whatever the compiled loop cannot finish is redone by the Python loop.
@@ -222,8 +222,8 @@ def simulate(
             why = "independent= with method='rcr' (the compiled loop uses RCR's own choice)"
         if why is None:
             traj = compiled_loop.run(
-                model, q, v, tau_function(model, tau)(0.0, q, v), method, integrator, mode, a,
-                singularities == "stop", max_steps,
+                model, q, v, tau, method, integrator, mode, a, singularities == "stop", max_steps,
+                repartition, independent,
             )  # fmt: skip
             if traj is not None:
                 return traj
@@ -312,7 +312,9 @@ class _Run:
         self.rtol, self.atol = rtol, atol
         self.t_out = t_out
         self.T, self.Q, self.V = [], [], []
-        self.stats = dict(steps=0, nfev=0, projections=0, repartitions=[], restarts=0)
+        self.stats = dict(
+            steps=0, nfev=0, projections=0, repartitions=[], restarts=0, compiled=False
+        )
         self.stats["wall_time"] = 0.0
 
     def record(self, t, q, v):
