@@ -42,6 +42,24 @@ def test_against_pinocchio_constraint_dynamics(name, method):
         )
 
 
+@pytest.mark.parametrize("name", ld.examples.names())
+def test_the_catalog_needs_no_augmented_refinement(name):
+    """augmented refines only below ``REFINE_LU_RATIO`` (J M⁻¹ Jᵀ conditioned ~1e11):
+    never on the catalog, whose lowest LU pivot ratio is the excavator's ~7e-8."""
+    from loopdyn.methods.common import DIAG_QUALITY, DIAG_REFINED, REFINE_LU_RATIO
+
+    model = ld.examples.get(name)
+    d = model.create_data()
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        q, v, tau = consistent_state(model, rng)
+        res = ld.forward_dynamics(model, q, v, tau, method="augmented", data=d)
+        assert res.method == "augmented"
+        assert d.diag[DIAG_REFINED] == 0, name
+        if model.m:
+            assert d.diag[DIAG_QUALITY] > 10 * REFINE_LU_RATIO, name
+
+
 @pytest.mark.parametrize("name", list(CLOSED))
 def test_power_balance(name):
     """d/dt (T + V) = τ·q̇: closure forces do no work."""

@@ -462,6 +462,27 @@ def test_rcr_census_misses_are_refined_to_the_oracle(i):
     assert mx.same_answer(mech, "rcr", o, fresh, rng) == ""
 
 
+# augmented's silent misses of the same census before its refinement: one LU solve of
+# eq. (10) off by 1.6e-8..8.3e-8, cond J M⁻¹ Jᵀ 1e11..6e12, LU pivot ratios 2e-14..1e-11
+# (below ``REFINE_LU_RATIO``).  Refined with the factors in hand, they reach the oracle.
+AUGMENTED_CENSUS_MISSES = (2069, 3078, 6077, 6499)
+
+
+@pytest.mark.parametrize("i", AUGMENTED_CENSUS_MISSES)
+def test_augmented_census_misses_are_refined_to_the_oracle(i):
+    from loopdyn.methods.common import DIAG_QUALITY, DIAG_REFINED, REFINE_LU_RATIO
+
+    mech = mx.random_mechanism((CENSUS_SEED, i))
+    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
+    assert o.consistent
+    d = mech.model.create_data()
+    res = ld.forward_dynamics(mech.model, mech.q, mech.v, mech.tau, method="augmented", data=d)
+    assert res.method == "augmented"
+    assert d.diag[DIAG_QUALITY] < REFINE_LU_RATIO
+    assert d.diag[DIAG_REFINED] >= 1  # the refinement ran ...
+    assert mx.relative_error(res.qdd, o) <= mx.REL_TOL  # ... and reached the oracle
+
+
 # The mechanisms where ``ld.assemble`` stopped at a local minimum of |Φ|² (|Φ| ~ 1e-5..7e-2,
 # often a singular configuration) from a guess within 0.1 of q*, before its restarts.
 ASSEMBLY_MISSES = (1750, 2091, 2411, 2466, 2806, 4180, 4521, 6197, 6415, 6499, 6596, 6762,

@@ -52,6 +52,10 @@ EOM_TOL = 1e-9
 # closed-loop equations and gains a factor ~ eps · condition
 REFINE_RATIO = 1e-3
 MAX_REFINE = 4
+# ... and below this LU pivot ratio of augmented's KKT matrix (eq. 10): the census's misses
+# of one LU solve (errors 1.6e-8..8.3e-8, cond J M⁻¹ Jᵀ 1e11..6e12) have ratios 2e-14..1e-11;
+# the catalog's lowest is the excavator's ~7e-8 (its mass ratios), which never refines
+REFINE_LU_RATIO = 1e-9
 # ... and below this ratio of the articulated-body pivots (``aba_pivot_ratio``): the
 # recursion's own cancellations then cost up to ~1e-7 on mass ratios of 1e6 (Cassie's
 # rotors; Pinocchio's ABA alike), which a refinement step removes

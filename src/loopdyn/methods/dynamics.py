@@ -151,7 +151,8 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None, indep
     """Accelerations and closure multipliers of a closed-loop model.
 
     In: a consistent state ``q`` (nq), ``v`` (nv) and joint forces ``tau`` (nv;
-    None for zero).  ``method``: ``"augmented"`` (eq. 10, one KKT solve),
+    None for zero).  ``method``: ``"augmented"`` (eq. 10, one KKT solve, refined
+    iteratively where its LU pivots spread),
     ``"slm"`` (eqs. 11–12), ``"sslm"`` (subsystem-level multipliers),
     ``"recursive_lambda"`` (q̈ = η + ζλ, Anderson & Critchley's eqs. 13–32),
     ``"embedding"`` (Jain's constraint embedding: articulated-body dynamics on the
