@@ -863,19 +863,12 @@ def embedding_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
 
 
 @kernel
-def articulated_pass(m, d, ip, fw, tau, qdd, lam, bias):
-    """The recursion of ``embedding_kernel`` on the kinematics in ``d``: tips to base
-    (ordinary joints, aggregated bodies at their heads), base to tips, then the
-    multipliers.  ``bias``: start from p^A = v ×* I v (else 0: the velocity products
-    ``d.C``, gravity and γ are then whatever ``d`` holds, zero for a correction).
-    Returns (quality, rel, ascale): the smallest Y1 pivot ratio (or a status < 0),
-    the largest relative residual of J_𝒮 θ̈_𝒮 = γ_𝒮 and the acceleration scale."""
-    nb = m.nb
-    agg = ip[ip[H_AGG] : ip[H_AGG] + ip[H_NA] * NAGG]
-    aggof = ip[ip[H_AGGOF] : ip[H_AGGOF] + nb]
+def articulated_start(m, d, bias):
+    """The start of the articulated-body inward sweep for every body: I^A = I and
+    p^A = v ×* I v (body frame, RBDA Table 7.1), or p^A = 0 when not ``bias`` (a
+    correction solve); shared by embedding and RCR."""
     IA, pA, V, inertia = d.IA, d.pA, d.V, m.inertia
-    # I^A = I, p^A = v ×* I v
-    for i in range(nb):
+    for i in range(m.nb):
         if bias:
             v0, v1, v2, v3, v4, v5 = V[i, 0], V[i, 1], V[i, 2], V[i, 3], V[i, 4], V[i, 5]
             h0, h1, h2, h3, h4, h5 = mat6_vec_at(inertia, i, v0, v1, v2, v3, v4, v5)
@@ -891,6 +884,20 @@ def articulated_pass(m, d, ip, fw, tau, qdd, lam, bias):
         for rr in range(6):
             for cc in range(6):
                 IA[i, rr, cc] = inertia[i, rr, cc]
+
+
+@kernel
+def articulated_pass(m, d, ip, fw, tau, qdd, lam, bias):
+    """The recursion of ``embedding_kernel`` on the kinematics in ``d``: tips to base
+    (ordinary joints, aggregated bodies at their heads), base to tips, then the
+    multipliers.  ``bias``: start from p^A = v ×* I v (else 0: the velocity products
+    ``d.C``, gravity and γ are then whatever ``d`` holds, zero for a correction).
+    Returns (quality, rel, ascale): the smallest Y1 pivot ratio (or a status < 0),
+    the largest relative residual of J_𝒮 θ̈_𝒮 = γ_𝒮 and the acceleration scale."""
+    nb = m.nb
+    agg = ip[ip[H_AGG] : ip[H_AGG] + ip[H_NA] * NAGG]
+    aggof = ip[ip[H_AGGOF] : ip[H_AGGOF] + nb]
+    articulated_start(m, d, bias)
     # tips to base: ordinary joints, and each aggregated body at its head
     quality = 1.0
     for i in range(nb - 1, -1, -1):

@@ -886,24 +886,7 @@ def recursion(m, d, ip, fw, tau, qdd, lam, bias):
     nb = m.nb
     agg = ip[ip[E.H_AGG] : ip[E.H_AGG] + ip[E.H_NA] * E.NAGG]
     aggof = ip[ip[E.H_AGGOF] : ip[E.H_AGGOF] + nb]
-    IA, pA, V, inertia = d.IA, d.pA, d.V, m.inertia
-    # I^A = I, p^A = v ×* I v
-    for i in range(nb):
-        if bias:
-            v0, v1, v2, v3, v4, v5 = V[i, 0], V[i, 1], V[i, 2], V[i, 3], V[i, 4], V[i, 5]
-            h0, h1, h2, h3, h4, h5 = mat6_vec_at(inertia, i, v0, v1, v2, v3, v4, v5)
-            pA[i, 0] = v1 * h2 - v2 * h1 + v4 * h5 - v5 * h4
-            pA[i, 1] = v2 * h0 - v0 * h2 + v5 * h3 - v3 * h5
-            pA[i, 2] = v0 * h1 - v1 * h0 + v3 * h4 - v4 * h3
-            pA[i, 3] = v1 * h5 - v2 * h4
-            pA[i, 4] = v2 * h3 - v0 * h5
-            pA[i, 5] = v0 * h4 - v1 * h3
-        else:
-            for rr in range(6):
-                pA[i, rr] = 0.0
-        for rr in range(6):
-            for cc in range(6):
-                IA[i, rr, cc] = inertia[i, rr, cc]
+    E.articulated_start(m, d, bias)
     if not bias:
         for s in range(ip[E.H_NA]):
             a = agg[s * E.NAGG : (s + 1) * E.NAGG]

@@ -1,22 +1,27 @@
 """The simulation loop inside compiled code: ``ld.simulate(..., compiled=...)``.
 
-For a constant τ (or none), the fixed-step ``"RK4"`` and the adaptive Dormand–Prince
+For τ None, constant or a ``@numba.njit`` controller ``τ(t, q, v)`` (called at every
+stage at the stage's time), the fixed-step ``"RK4"`` and the adaptive Dormand–Prince
 pairs ``"RK45"`` (5(4), quartic dense output) and ``"DOP853"`` (Hairer's 8(5,3), dense
 output of order 7; ``loopdyn.sim.dop853``) — scipy's coefficients, step-size control,
 initial step and dense output at the requested times, so the very steps of scipy's
-solvers — run entirely in one numba function, with the stabilisation ``"none"`` or
-``"projection"`` of ``loopdyn.sim.simulate`` (Newton with minimum-norm steps onto
-Φ = 0, then v onto J v = 0, after every step and at every output) and its singularity
-monitor (``System.mobility_crossed``: the sign of
-det [J; N_refᵀ]).  Every right-hand side is the method's own compiled entry (the one
-``ld.forward_dynamics`` binds, ``Data.bound``).  The outputs (q̈, λ, closure
-residuals, energy) are evaluated in the same function.
+solvers — run entirely in one numba function, with every stabilisation of
+``loopdyn.sim.simulate``: ``"none"``, ``"baumgarte"`` (the correction
+M⁻¹Jᵀ(J M⁻¹ Jᵀ)⁻¹c added to the method's q̈), ``"projection"`` (Newton with
+minimum-norm steps onto Φ = 0, then v onto J v = 0, after every step and at every
+output) and ``"partitioning"`` (the independent coordinates integrated, the dependent
+ones by Newton at every evaluation; repartitions and retries as the Python loop, with
+``ld.partition`` called in numba's object mode at the steps that repartition), and its
+singularity monitor (``System.mobility_crossed``: the sign of det [J; N_refᵀ]).  Every
+right-hand side is the method's own compiled entry (the one ``ld.forward_dynamics``
+binds, ``Data.bound``).  The outputs (τ, q̈, λ, closure residuals, energy) are
+evaluated in the same function.
 
 Eligible: models without spherical/free joints (q is its own chart), a method whose
 fast path applies (no redundant closure rows).  Anything the compiled loop cannot
-finish (a failed solve, a singularity, max_steps, a non-finite state) makes it hand
-back to the Python loop, which then produces the documented result or error; so the
-compiled loop changes speed, never outcomes beyond the integrator tolerance.
+finish (a failed solve, a singularity, max_steps, a non-finite state or τ) makes it
+hand back to the Python loop, which then produces the documented result or error; so
+the compiled loop changes speed, never outcomes beyond the integrator tolerance.
 Ctrl-C is not seen while the compiled loop runs.
 """
 
