@@ -232,7 +232,13 @@ def test_exact_or_singularity_error_on_hypothesis_mechanisms(mech):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue 11: the methods are not yet exact-or-error")
+@pytest.mark.xfail(
+    strict=False,
+    reason="hypothesis finds closure rows scaled ~1e-166 (a ball closure 1e-165 m off hinge "
+    "axes through one point): J M^-1 J^T underflows, the dense KKT pivots fall below the "
+    "tolerance and augmented/slm/sslm/recursive_lambda raise SingularityError where the "
+    "oracle (cond 1 for one row) is well-conditioned; the fix is row equilibration of J",
+)
 @given(mx.mechanisms())
 @HYPOTHESIS_SLOW
 def test_exact_or_singularity_error_on_many_hypothesis_mechanisms(mech):
@@ -519,7 +525,6 @@ def test_assembly_error_names_the_open_closure_after_the_restarts():
 
 # --------------------------------------------------------------------------- the census
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue 11: the methods are not yet exact-or-error")
 def test_census_of_ten_thousand_mechanisms():
     """Seed CENSUS_SEED, CENSUS_N mechanisms: no failure of any class (the table and
     reproducers: ``python benchmarks/random_census.py --n 10000 --seed 11 --shrink``)."""
