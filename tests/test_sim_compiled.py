@@ -57,11 +57,6 @@ def _pd(t, q, v):
     return np.array([-5.0 * (q[0] - 1.0) - 1.0 * v[0] + np.sin(3.0 * t)])
 
 
-@numba.njit
-def _pd_scalar(t, q, v):
-    return -5.0 * (q[0] - 1.0) - 1.0 * v[0] + np.sin(3.0 * t)
-
-
 def _pd_python(t, q, v):
     return [-5.0 * (q[0] - 1.0) - 1.0 * v[0] + np.sin(3.0 * t)]
 
@@ -81,9 +76,6 @@ def test_compiled_controller_equals_the_python_controller(integrator, kw):
     np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-9)
     np.testing.assert_allclose(a.tau, b.tau, rtol=0, atol=1e-9)
     assert np.ptp(a.tau[:, 0]) > 0.5  # the controller acted
-    c = ld.simulate(model, tau=_pd_scalar, compiled=True, **args)  # a number: one actuator
-    assert c.stats["compiled"]
-    np.testing.assert_allclose(c.q, a.q, rtol=0, atol=1e-12)
 
 
 @numba.njit
@@ -93,9 +85,9 @@ def _wrong_shape(t, q, v):
 
 @numba.njit
 def _blows_up(t, q, v):
-    out = np.zeros(q.shape[0])  # nv entries (tau_function's rule), finite until 0.05 s
-    out[0] = np.inf if t > 0.05 else np.sin(t)
-    return out
+    """A number (one actuated coordinate: tau_function's rule), finite until 0.05 s.
+    (One controller per case: the loop is compiled for each.)"""
+    return np.inf if t > 0.05 else np.sin(t)
 
 
 def test_compiled_controller_failures_are_the_python_loops_errors():
@@ -107,6 +99,12 @@ def test_compiled_controller_failures_are_the_python_loops_errors():
     with pytest.raises(ld.SimulationError, match="non-finite tau") as e:
         ld.simulate(model, t_end=0.1, tau=_blows_up)
     assert e.value.trajectory is not None and not e.value.trajectory.completed
+    # up to 0.05 s the compiled loop ran it (a number for the one actuator)
+    a = ld.simulate(model, t_end=0.05, t_eval=6, tau=_blows_up, compiled=True)
+    b = ld.simulate(model, t_end=0.05, t_eval=6, tau=lambda t, q, v: np.sin(t), compiled=False)
+    assert a.stats["compiled"]
+    np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.tau, b.tau, rtol=0, atol=1e-15)
 
 
 def test_simulate_batch_equals_simulate_element_by_element():
