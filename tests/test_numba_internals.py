@@ -128,3 +128,51 @@ def test_entry_knows_whether_its_compiled_code_is_cached():
                      *augmented.ENTRY.signature.args)  # fmt: skip
     fresh.compiled = False
     assert fresh.is_cached()
+
+
+def test_a_compiled_function_is_called_at_its_address():
+    """``address_of`` / ``call_*``: a method entry and a controller adapter called at
+    their native addresses give the direct calls' answers; exceptions raised there
+    propagate; arguments of another kind do not type."""
+    import loopdyn as ld
+    from loopdyn.methods import dynamics
+
+    model = ld.examples.four_bar()
+    q = np.array(model.q0)
+    v = ld.complete_velocity(model, q, np.array([1.0, 0.0, 0.0]))
+    tau = np.array([0.3, 0.0, 0.0])
+    for method in ("augmented", "rcr"):  # without and with a plan buffer
+        ref = ld.forward_dynamics(model, q, v, tau, method=method)
+        call = model._data.bound[method][0]
+        ctx = call.args[0]
+        pb = call.args[1] if len(call.args) > 1 else ctx
+        qdd, lam = np.empty(3), np.empty(model.m)
+
+        @njit
+        def at(fn, ctx, pb, q, v, tau, qdd, lam):
+            return dynamics.method_call(fn, ctx, pb, q, v, tau, qdd, lam)
+
+        st = at(dynamics.method_pointer(method), ctx, pb, q, v, tau, qdd, lam)
+        assert st > 0.0
+        np.testing.assert_array_equal(qdd, ref.qdd)
+
+    @njit
+    def raises(t, q, v, out, act):
+        if t > 1.0:
+            raise ValueError("late")
+        out[act[0]] = t
+        return True
+
+    raises.compile(ni.CONTROLLER)
+    addr = ni.address_of(raises, ni.CONTROLLER)
+
+    @njit
+    def ctl(addr, t, q, v, out, act):
+        return ni.call_controller_at(addr, t, q, v, out, act)
+
+    out, act = np.zeros(3), np.array([1], dtype=np.int64)
+    assert ctl(addr, 0.5, q, v, out, act) and out[1] == 0.5
+    with pytest.raises(ValueError, match="late"):
+        ctl(addr, 2.0, q, v, out, act)
+    with pytest.raises(Exception, match="call_controller_at"):
+        ctl(addr, 0.5, q, v, out, act.astype(np.float64))  # act of another dtype

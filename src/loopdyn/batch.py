@@ -20,7 +20,6 @@ lists the failing indices; ``on_error="report"`` returns the result instead.
 """
 
 from dataclasses import dataclass
-from functools import cache
 
 import numba
 import numpy as np
@@ -33,7 +32,7 @@ from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import constraint_entry
 from loopdyn.methods import dynamics
 from loopdyn.methods.common import NONFINITE_INPUT, SINGULAR
-from loopdyn.methods.dynamics import CODE, method_call
+from loopdyn.methods.dynamics import method_call
 from loopdyn.tree import aba, aba0_entry, rnea, rnea0_entry
 from loopdyn.validation import scalar
 
@@ -87,34 +86,29 @@ def _chunk(c, nchunks, n):
 
 
 @njit(cache=True, inline="always")
-def _fd_rows(code, ctx, pb, Q, V, TAU, QDD, LAM, ST, lo, hi):
-    """Forward dynamics of rows [lo, hi) with method ``code`` on one workspace."""
+def _fd_rows(fn, ctx, pb, Q, V, TAU, QDD, LAM, ST, lo, hi):
+    """Forward dynamics of rows [lo, hi) with the method ``fn``
+    (``dynamics.method_pointer``) on one workspace."""
     for i in range(lo, hi):
         q, v, tau = as_input(Q[i]), as_input(V[i]), as_input(TAU[i])
-        ST[i] = method_call(code, ctx, pb, q, v, tau, QDD[i], LAM[i])
+        ST[i] = method_call(fn, ctx, pb, q, v, tau, QDD[i], LAM[i])
 
 
-@cache
-def _fd_chunks(code):
-    """The forward dynamics of method ``code`` (``dynamics.CODE``) over all rows: one
-    compiled function per method, compiled (or loaded from the disk cache) at its first
-    use, so a batch compiles the kernels of its own method only.  Returns (parallel,
-    serial), both (CTX, PB, Q, V, TAU, QDD, LAM, ST): ``parallel`` runs chunk c on
-    CTX[c], PB[c] in a ``prange`` loop; ``serial`` all rows on CTX[0], PB[0] in the
-    calling thread (one chunk: no thread team to start and join)."""
+@njit(cache=True, parallel=True, nogil=True)
+def _fd_parallel(fn, CTX, PB, Q, V, TAU, QDD, LAM, ST):
+    """The forward dynamics of method ``fn`` over all rows, chunk c on CTX[c], PB[c] in a
+    ``prange`` loop.  The method is a runtime address: compiled once for all methods."""
+    nc = CTX.shape[0]
+    for c in prange(nc):
+        lo, hi = _chunk(c, nc, Q.shape[0])
+        _fd_rows(fn, CTX[c], PB[c], Q, V, TAU, QDD, LAM, ST, lo, hi)
 
-    @njit(cache=True, parallel=True, nogil=True)
-    def parallel(CTX, PB, Q, V, TAU, QDD, LAM, ST):
-        nc = CTX.shape[0]
-        for c in prange(nc):
-            lo, hi = _chunk(c, nc, Q.shape[0])
-            _fd_rows(code, CTX[c], PB[c], Q, V, TAU, QDD, LAM, ST, lo, hi)
 
-    @njit(cache=True, nogil=True)
-    def serial(CTX, PB, Q, V, TAU, QDD, LAM, ST):
-        _fd_rows(code, CTX[0], PB[0], Q, V, TAU, QDD, LAM, ST, 0, Q.shape[0])
-
-    return parallel, serial
+@njit(cache=True, nogil=True)
+def _fd_serial(fn, CTX, PB, Q, V, TAU, QDD, LAM, ST):
+    """``_fd_parallel`` in the calling thread on CTX[0], PB[0] (one chunk: no thread
+    team to start and join)."""
+    _fd_rows(fn, CTX[0], PB[0], Q, V, TAU, QDD, LAM, ST, 0, Q.shape[0])
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -279,8 +273,9 @@ def forward_dynamics_batch(
         ctx = call.args[0]
         pb = call.args[1] if len(call.args) > 1 else np.zeros(1)
         nc = _nchunks(n, threads)
-        run = _fd_chunks(CODE[method])[nc == 1]
-        run(_copies(ctx, nc), _copies(pb, nc), Q, V, TAU, QDD, LAM, ST)
+        run = _fd_serial if nc == 1 else _fd_parallel
+        fn = dynamics.method_pointer(method)
+        run(fn, _copies(ctx, nc), _copies(pb, nc), Q, V, TAU, QDD, LAM, ST)
     redo = np.flatnonzero(~(ST > 0.0))
     # the single-call path (rank re-detection, fallback, its errors), each on a fresh
     # Data so that no element depends on another's rank detection

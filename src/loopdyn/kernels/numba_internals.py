@@ -36,6 +36,14 @@ and fails loudly if a release changes one.
    conversion (~0.5 µs), no exception, and the matching path nothing.  Arguments
    that cannot be converted raise ``TypeError`` (callers take their checked path,
    which explains).
+8. ``address_of`` / ``Entry.address`` and ``call_at``, ``call_at_planned``,
+   ``call_controller_at``: the native address of a dispatcher's compiled function (its
+   ``CompileResult``'s library, numba's own calling convention) and intrinsics that
+   call such an address from compiled code.  A
+   compiled loop that takes a method as a runtime address (the batches, the
+   simulation loop) is compiled once for every method, and does not link and
+   re-optimise the method's kernels into itself (linking them cost 5-100 s of
+   compilation per method and per loop on an empty cache).
 """
 
 import ctypes
@@ -386,23 +394,109 @@ class Entry:
         except (AttributeError, OSError, EOFError, ValueError):  # pragma: no cover
             return False
 
+    def address(self):
+        """The native address of the compiled entry (compiling or loading it first), for
+        ``call_at`` / ``call_at_planned`` in compiled code.  Valid while ``self`` lives
+        (the dispatcher keeps its code)."""
+        return address_of(self.compile(), self.signature.args)
+
+
+def address_of(dispatcher, argtypes):
+    """The native address of ``dispatcher``'s code for ``argtypes`` (compiled or loaded
+    already), numba's own calling convention: for the ``call_*`` intrinsics below."""
+    cres = dispatcher.overloads[tuple(argtypes)]
+    return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+
+
+def _call_codegen(restype, formal):
+    """Code of a call to the address in the first argument, a function compiled by numba
+    for the argument types ``formal`` returning ``restype``; a numba exception raised
+    there propagates."""
+
+    def codegen(context, builder, sig, args):
+        conv = context.call_conv
+        fnty = conv.get_function_type(restype, formal)
+        fn = builder.inttoptr(args[0], fnty.as_pointer())
+        vals = [
+            context.cast(builder, a, t, f)
+            for a, t, f in zip(args[1:], sig.args[1:], formal, strict=True)
+        ]
+        status, out = conv.call_function(builder, fn, restype, formal, vals)
+        with builder.if_then(status.is_error, likely=False):
+            conv.return_status_propagate(builder, status)
+        return out
+
+    return codegen
+
+
+def _call_type(restype, addr, args, formal):
+    """The signature of a ``call_*`` intrinsic on ``args`` (None: they do not fit
+    ``formal``, the argument types of the function at the address)."""
+    if not isinstance(addr, types.Integer) or len(args) != len(formal):
+        return None
+    for a, f in zip(args, formal, strict=True):
+        if isinstance(f, types.Array):  # same data model: same dtype and ndim
+            if not (isinstance(a, types.Array) and a.dtype == f.dtype and a.ndim == f.ndim):
+                return None
+            if (f.mutable and not a.mutable) or (f.layout == "C" and a.layout != "C"):
+                return None
+        elif not isinstance(a, type(f)):  # a number of the same kind (cast)
+            return None
+    return restype(addr, *args)
+
+
+_DENSE = (BUF, IN, IN, IN, OUT, OUT)
+_PLANNED = (BUF, BUF, IN, IN, IN, OUT, OUT)
+VEC = types.Array(types.float64, 1, "A")
+# a compiled controller's adapter: (t, q, v, τ out, actuated coordinates) -> τ usable
+CONTROLLER = (types.float64, VEC, VEC, OUT, INT_OUT)
+
+
+@intrinsic
+def call_at(typingctx, addr, ctx, q, v, tau, qdd, lam):
+    """``entry(ctx, q, v, tau, qdd, lam)`` of the entry whose ``Entry.address`` is
+    ``addr`` (a method without a plan buffer), from compiled code."""
+    sig = _call_type(types.float64, addr, (ctx, q, v, tau, qdd, lam), _DENSE)
+    return None if sig is None else (sig, _call_codegen(types.float64, _DENSE))
+
+
+@intrinsic
+def call_at_planned(typingctx, addr, ctx, pb, q, v, tau, qdd, lam):
+    """``entry(ctx, pb, q, v, tau, qdd, lam)`` of the entry at ``addr`` (a method with
+    the plan buffer ``pb``), from compiled code."""
+    sig = _call_type(types.float64, addr, (ctx, pb, q, v, tau, qdd, lam), _PLANNED)
+    return None if sig is None else (sig, _call_codegen(types.float64, _PLANNED))
+
+
+@intrinsic
+def call_controller_at(typingctx, addr, t, q, v, out, act):
+    """``adapter(t, q, v, out, act)`` -> bool of a function compiled for ``CONTROLLER``
+    at ``addr`` (``address_of``), from compiled code."""
+    sig = _call_type(types.boolean, addr, (t, q, v, out, act), CONTROLLER)
+    return None if sig is None else (sig, _call_codegen(types.boolean, CONTROLLER))
+
 
 # an input (fext) of two dimensions
 IN2 = types.Array(types.float64, 2, "A", readonly=True)
 
 __all__ = [
     "BUF",
+    "CONTROLLER",
     "IN",
     "IN2",
     "INT_OUT",
     "OUT",
     "OUT2",
     "Entry",
+    "address_of",
     "as_float64",
     "as_input",
     "block",
     "block_int",
     "builtin_forwarder",
+    "call_at",
+    "call_at_planned",
+    "call_controller_at",
     "entry",
     "install_cache_locator",
     "unliteral",

@@ -20,13 +20,22 @@ Speed: after the first call the method's entry is bound to the ``Data``
 from functools import partial
 
 import numpy as np
-from numba import types
-from numba.core.errors import TypingError
-from numba.extending import overload
+from numba import njit, types
 
 from loopdyn.errors import SingularityError
 from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
-from loopdyn.kernels.numba_internals import BUF, IN, INT_OUT, OUT, OUT2, Entry, entry, unliteral
+from loopdyn.kernels.numba_internals import (
+    BUF,
+    IN,
+    INT_OUT,
+    OUT,
+    OUT2,
+    Entry,
+    call_at,
+    call_at_planned,
+    entry,
+    unliteral,
+)
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import (
     RankInfo,
@@ -77,43 +86,26 @@ SELF_RANKED = frozenset({"embedding", "denoc", "rcr"})
 # methods whose q̈ is that of the velocity the independent rates determine (for an
 # inconsistent v they fall back to augmented): simulate them with partitioning
 MINIMAL_METHODS = ("denoc", "rcr")
-# the index of each method's compiled entry in ``method_call`` (batches, compiled loops)
-CODE = {name: k for k, name in enumerate(METHODS)}
+# the methods whose entry takes the plan buffer ``pb`` after the workspace ``ctx``
+PLANNED = frozenset({"sslm", "embedding", "denoc", "rcr"})
 
 
-def _entries():
-    """Code -> (the method's compiled entry, whether it takes the plan buffer ``pb``)."""
-    return {
-        CODE["augmented"]: (augmented.augmented_entry, False),
-        CODE["slm"]: (slm.slm_entry, False),
-        CODE["sslm"]: (sslm.sslm_entry, True),
-        CODE["recursive_lambda"]: (recursive_lambda.recursive_lambda_entry, False),
-        CODE["embedding"]: (embedding.embedding_entry, True),
-        CODE["denoc"]: (denoc.denoc_entry, True),
-        CODE["rcr"]: (rcr.rcr_entry, True),
-    }
+def method_pointer(method):
+    """``method``'s compiled entry as a runtime value for ``method_call``: (its native
+    address, 1 if it takes the plan buffer else 0).  Compiles (or loads) the entry."""
+    return (entry_of(method).address(), int(method in PLANNED))
 
 
-def method_call(code, ctx, pb, q, v, tau, qdd, lam):
-    """The compiled entry of method ``code`` (``CODE``) on workspace ``ctx`` and plan
+@njit(cache=True)
+def method_call(fn, ctx, pb, q, v, tau, qdd, lam):
+    """The compiled entry ``fn = method_pointer(method)`` on workspace ``ctx`` and plan
     buffer ``pb`` (unused by the dense methods): q̈ into ``qdd``, λ into ``lam``; the
-    quality > 0 or a status < 0, as the bound call of ``Data.bound``.
-
-    Compiled code only, with ``code`` a compile-time constant (a global, a closure
-    variable or a literal argument): the call is resolved while typing, so a compiled
-    function using it compiles that one method's kernels, not all seven.
-    """
-    raise TypeError("method_call is called from compiled code with a constant method code")
-
-
-@overload(method_call, prefer_literal=True)
-def _method_call(code, ctx, pb, q, v, tau, qdd, lam):
-    if not isinstance(code, types.IntegerLiteral):
-        raise TypingError(f"method_call: the method code must be a constant, got {code}")
-    fn, planned = _entries()[code.literal_value]
-    if planned:
-        return lambda code, ctx, pb, q, v, tau, qdd, lam: fn(ctx, pb, q, v, tau, qdd, lam)
-    return lambda code, ctx, pb, q, v, tau, qdd, lam: fn(ctx, q, v, tau, qdd, lam)
+    quality > 0 or a status < 0, as the bound call of ``Data.bound``.  Compiled code
+    only.  The method is a runtime value: a compiled loop calling this is compiled
+    once for every method, without the method's kernels linked into it."""
+    if fn[1]:
+        return call_at_planned(fn[0], ctx, pb, q, v, tau, qdd, lam)
+    return call_at(fn[0], ctx, q, v, tau, qdd, lam)
 
 
 _MODULES = {

@@ -14,7 +14,10 @@ ones by Newton at every evaluation; repartitions and retries as the Python loop,
 ``ld.partition`` called in numba's object mode at the steps that repartition), and its
 singularity monitor (``System.mobility_crossed``: the sign of det [J; N_refᵀ]).  Every
 right-hand side is the method's own compiled entry (the one ``ld.forward_dynamics``
-binds, ``Data.bound``).  The outputs (τ, q̈, λ, closure residuals, energy) are
+binds, ``Data.bound``), called at its native address, as is the controller's small
+adapter (``controller_address``): one loop is compiled for every method and every
+controller (about 1.5 min on an empty numba cache, once per machine), and a new
+controller compiles only itself.  The outputs (τ, q̈, λ, closure residuals, energy) are
 evaluated in the same function.
 
 Eligible: models without spherical/free joints (q is its own chart), a method whose
@@ -27,18 +30,25 @@ Ctrl-C is not seen while the compiled loop runs.
 
 import itertools
 import time
-from functools import cache
 
 import numpy as np
 from numba import njit, objmode, types
+from numba.core.errors import TypingError
 from numba.extending import is_jitted, overload
 
 from loopdyn.errors import LoopdynError
-from loopdyn.kernels.numba_internals import as_input
+from loopdyn.kernels.linalg import cholesky_inplace, cholesky_solve
+from loopdyn.kernels.numba_internals import (
+    CONTROLLER,
+    address_of,
+    as_input,
+    call_controller_at,
+    unliteral,
+)
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import constraint_entry
 from loopdyn.methods import dynamics
-from loopdyn.methods.dynamics import CODE, method_call
+from loopdyn.methods.dynamics import method_call
 from loopdyn.model.data import Data
 from loopdyn.sim import dop853
 from loopdyn.sim.partitioning import partition_kernel
@@ -128,14 +138,43 @@ def _expand_impl(u, out, act):
 
 
 @njit(cache=True)
+def _put(dst, src):
+    """dst[:] = src for vectors of equal length (a plain loop: numba's slice assignment
+    compiles a shape check with its error message, ~0.4 s per call site)."""
+    for i in range(dst.shape[0]):
+        dst[i] = src[i]
+
+
+_ADAPTERS = {}  # compiled controller -> (its adapter, the adapter's address)
+
+
+def controller_address(ctl):
+    """The address (``numba_internals.address_of``) of ``ctl``'s adapter
+    ``(t, q, v, out, act) -> _expand(ctl(t, q, v), out, act)``, compiled for
+    ``CONTROLLER`` once per controller (its own small code: the loop is compiled once
+    for every controller and calls it at that address).  Raises numba's ``TypingError``
+    if ``ctl`` cannot be compiled for (float, vector, vector)."""
+    hit = _ADAPTERS.get(ctl)
+    if hit is None:
+
+        @njit(nogil=True)
+        def adapter(t, q, v, out, act):
+            return _expand(ctl(t, q, v), out, act)
+
+        adapter.compile(CONTROLLER)
+        hit = _ADAPTERS[ctl] = (adapter, address_of(adapter, CONTROLLER))
+    return hit[1]
+
+
+@njit(cache=True)
 def _tau(ctl, tau, act, t, q, v, u):
-    """τ at (t, q, v) into ``u``: the constant ``tau`` when ``ctl`` is None (a branch
-    numba removes while typing), else the compiled controller ``ctl(t, q, v)``."""
-    if ctl is None:
+    """τ at (t, q, v) into ``u``: the constant ``tau`` when ``ctl`` is 0, else the
+    compiled controller at the address ``ctl`` (``controller_address``)."""
+    if ctl == 0:
         for i in range(u.shape[0]):
             u[i] = tau[i]
         return True
-    return _expand(ctl(t, q, v), u, act)
+    return call_controller_at(ctl, t, q, v, u, act)
 
 
 @njit(cache=True)
@@ -157,8 +196,27 @@ def _baumgarte(ctx, q, v, gains, qdd, lam):
         c[a] = -2.0 * gains[0] * s - gains[1] * gains[1] * d.Phi[row]
     M = np.empty((n, n))
     crba_kernel(m, d, as_input(q), M)
-    X = np.linalg.solve(M, JrT)
-    dl = np.linalg.solve(JrT.T @ X, c)
+    if cholesky_inplace(M, n) == 0.0:
+        raise np.linalg.LinAlgError("Baumgarte: the mass matrix is singular")
+    X = np.empty((n, r))
+    col = np.empty(n)
+    for a in range(r):
+        for i in range(n):
+            col[i] = JrT[i, a]
+        cholesky_solve(M, n, col)
+        for i in range(n):
+            X[i, a] = col[i]
+    Sc = np.empty((r, r))  # S = J M⁻¹ Jᵀ
+    for a in range(r):
+        for b in range(r):
+            s = 0.0
+            for i in range(n):
+                s += JrT[i, a] * X[i, b]
+            Sc[a, b] = s
+    if cholesky_inplace(Sc, r) == 0.0:
+        raise np.linalg.LinAlgError("Baumgarte: J M⁻¹ Jᵀ is singular")
+    dl = c
+    cholesky_solve(Sc, r, dl)
     for i in range(n):
         s = 0.0
         for a in range(r):
@@ -195,7 +253,7 @@ def _dependent(ctx, P, y):
         if ratio < 1e-14:
             return False
         if err <= tol or (err >= 0.5 * last and err <= 1e3 * tol):
-            q[:] = x
+            _put(q, x)
             ps[0] = 1.0
             return True
         last = err
@@ -215,7 +273,7 @@ def _state(ctx, S, y):
 
 
 @njit(cache=True)
-def _rhs(code, S, t, y, f, qdd, lam, u):
+def _rhs(fn, S, t, y, f, qdd, lam, u):
     """f = (v, q̈(q, v, τ(t, q, v))) of y = (q, v), or of y = (q_i, v_i) when
     partitioning (then f = (v_i, q̈_i)), for the system ``S`` (see ``_loop``); the
     method's status (not > 0: failed, ``STATE_FAILED`` where the dependent coordinates
@@ -226,7 +284,7 @@ def _rhs(code, S, t, y, f, qdd, lam, u):
         return STATE_FAILED
     if not _tau(ctl, tau, act, t, q, v, u):
         return 0.0
-    st = method_call(code, ctx, pb, as_input(q), as_input(v), as_input(u), qdd, lam)
+    st = method_call(fn, ctx, pb, as_input(q), as_input(v), as_input(u), qdd, lam)
     if st > 0.0 and gains[2] == 1.0:
         _baumgarte(ctx, q, v, gains, qdd, lam)
     ind = P[0]
@@ -247,10 +305,25 @@ def _rhs(code, S, t, y, f, qdd, lam, u):
 def _pinv(ctx):
     """Jᵀ(J Jᵀ)⁻¹ of the independent rows of the J in ``ctx`` (the Moore–Penrose inverse)."""
     m, d = handles(ctx)
-    Jr = np.empty((d.nrows, m.nv))
-    for a in range(d.nrows):
-        Jr[a] = d.J[d.rows[a]]
-    return Jr.T @ np.linalg.inv(Jr @ Jr.T)
+    n, r = m.nv, d.nrows
+    A = np.empty((r, r))
+    for a in range(r):
+        for b in range(r):
+            s = 0.0
+            for j in range(n):
+                s += d.J[d.rows[a], j] * d.J[d.rows[b], j]
+            A[a, b] = s
+    if cholesky_inplace(A, r) == 0.0:
+        raise np.linalg.LinAlgError("projection: J Jᵀ is singular")
+    P = np.empty((n, r))
+    x = np.empty(r)
+    for i in range(n):  # row i of Jᵀ (J Jᵀ)⁻¹ = (J Jᵀ)⁻¹ J[:, i]
+        for a in range(r):
+            x[a] = d.J[d.rows[a], i]
+        cholesky_solve(A, r, x)
+        for a in range(r):
+            P[i, a] = x[a]
+    return P
 
 
 @njit(cache=True)
@@ -315,21 +388,25 @@ def _frame(ctx, q, Nref):
     constraint_entry(ctx, as_input(q), as_input(q[:0]), True)
     Jr = np.empty((r, n))
     for a in range(r):
-        Jr[a] = d.J[d.rows[a]]
+        for j in range(n):
+            Jr[a, j] = d.J[d.rows[a], j]
     _, sv, Vt = np.linalg.svd(Jr)
     ratio = (sv[r - 1] / sv[0] if sv[0] > 0 else 0.0) if r else 1.0
     N = np.ascontiguousarray(Vt[r:].T)
     K = np.empty((n, n))
-    K[:r] = Jr
-    K[r:] = N.T
+    for a in range(n):
+        for j in range(n):
+            K[a, j] = Jr[a, j] if a < r else N[j, a - r]
     own = np.linalg.slogdet(K)[0]
-    K[r:] = Nref.T
+    for a in range(r, n):
+        for j in range(n):
+            K[a, j] = Nref[j, a - r]
     ref = np.linalg.slogdet(K)[0]
     return ratio >= MOBILITY_TOL, N, own, ref
 
 
 @njit(cache=True)
-def _rk_step(code, S, t, y, h, K, W, A, B, C):
+def _rk_step(fn, S, t, y, h, K, W, A, B, C):
     """One explicit Runge–Kutta step of size h from (t, y) with K[0] = f(t, y) (scipy's
     ``rk_step``) for the tableau A, B, C of s = len(B) stages (DOP853: s = 12, RK45:
     s = 6; C[s] = 1, the new point): the stages K[1..s-1], the solution ``yd`` and
@@ -343,7 +420,7 @@ def _rk_step(code, S, t, y, h, K, W, A, B, C):
             for j in range(s):
                 acc += A[s, j] * K[j, i]
             ys[i] = y[i] + h * acc
-        st = _rhs(code, S, t + C[s] * h, ys, K[s], qdd, lam, u)
+        st = _rhs(fn, S, t + C[s] * h, ys, K[s], qdd, lam, u)
         if not st > 0.0:
             return st
     for i in range(y.shape[0]):
@@ -351,7 +428,7 @@ def _rk_step(code, S, t, y, h, K, W, A, B, C):
         for j in range(ns):
             acc += B[j] * K[j, i]
         yd[i] = y[i] + h * acc
-    return _rhs(code, S, t + h, yd, K[ns], qdd, lam, u)
+    return _rhs(fn, S, t + h, yd, K[ns], qdd, lam, u)
 
 
 @njit(cache=True)
@@ -373,7 +450,7 @@ def _dop_error(K, h, y, yd, rtol, atol):
 
 
 @njit(cache=True)
-def _dop_dense(code, S, t, y, h, K, F, W):
+def _dop_dense(fn, S, t, y, h, K, F, W):
     """DOP853's dense output of the step (t, y) -> (t + h, yd) (scipy's
     ``_dense_output_impl``): the extra stages K[13..15], then the 7 rows of F.  1, or
     the status of the right-hand side that failed."""
@@ -384,7 +461,7 @@ def _dop_dense(code, S, t, y, h, K, F, W):
             for j in range(s):
                 acc += _DA[s, j] * K[j, i]
             ys[i] = y[i] + h * acc
-        st = _rhs(code, S, t + _DC[s] * h, ys, K[s], qdd, lam, u)
+        st = _rhs(fn, S, t + _DC[s] * h, ys, K[s], qdd, lam, u)
         if not st > 0.0:
             return st
     for i in range(y.shape[0]):
@@ -412,7 +489,7 @@ def _dop_eval(F, y, x, out):
 
 
 @njit(cache=True)
-def _record(code, S, k, t, y, O, u):
+def _record(fn, S, k, t, y, O, u):
     """Output k at time t: the state, τ, q̈ and λ of the method (with the Baumgarte
     terms in that mode), the closure residuals and T + V, into the outputs
     ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND)``."""
@@ -426,15 +503,17 @@ def _record(code, S, k, t, y, O, u):
         Y[k, n + i] = v[i]
     st = 0.0
     if ok and _tau(ctl, tau, act, t, q, v, u):
-        st = method_call(code, ctx, pb, as_input(q), as_input(v), as_input(u), QDD[k], LAM[k])
+        st = method_call(fn, ctx, pb, as_input(q), as_input(v), as_input(u), QDD[k], LAM[k])
         if st > 0.0 and gains[2] == 1.0:
             _baumgarte(ctx, q, v, gains, QDD[k], LAM[k])
     for i in range(n):
         TAU[k, i] = u[i] if st > 0.0 else np.nan
     COND[k] = 1.0 / st if st > 0.0 else np.inf
     if not st > 0.0:
-        QDD[k, :] = np.nan
-        LAM[k, :] = np.nan
+        for i in range(n):
+            QDD[k, i] = np.nan
+        for a in range(LAM.shape[1]):
+            LAM[k, a] = np.nan
     constraint_entry(ctx, as_input(q), as_input(v[:0]), True)
     rp = rv = 0.0
     for a in range(m.nr):
@@ -508,32 +587,27 @@ def _repartition(ctx, P, q, cond, key, force):
         same = same and ind2[b] == ind[b]
     if not force and (same or not new < 0.5 * cond):
         return 0
-    ind[:] = ind2
-    dep[:] = dep2
-    rows[:] = rows2
+    _put(ind, ind2)
+    _put(dep, dep2)
+    _put(rows, rows2)
     ps[3] = _orientation(ctx, P, q)[0]
     ps[0] = 0.0  # System.state: the guess is q, no G
     return 0 if same else 1
 
 
-@cache
-def loop(code):
-    """The compiled loop of method ``code`` (``dynamics.CODE``): ``_loop`` specialised to
-    that method (compiled or loaded from the disk cache at its first use, with that
-    method's kernels only); arguments those of ``_loop`` after ``code``."""
-
-    @njit(cache=True, nogil=True)
-    def run(S, y0, t_out, opts, monitor, O, stats):
-        return _loop(code, S, y0, t_out, opts, monitor, O, stats)
-
-    return run
+@njit(cache=True, nogil=True)
+def loop(fn, S, y0, t_out, opts, monitor, O, stats):
+    """``_loop`` for the method ``fn = dynamics.method_pointer(method)``, a runtime
+    value: one compiled loop for every method (per controller type), which releases
+    the GIL."""
+    return _loop(fn, S, y0, t_out, opts, monitor, O, stats)
 
 
 @njit(cache=True)
-def _loop(code, S, y0, t_out, opts, monitor, O, stats):
+def _loop(fn, S, y0, t_out, opts, monitor, O, stats):
     """Integrate (q, v) from y0 = (q0, v0) at t = 0 to t_out[-1] for the system
     ``S = (ctx, pb, ctl, tau, act, gains, P)``: the method's workspace and plan buffers,
-    the compiled controller ``ctl(t, q, v)`` or None for the constant joint forces
+    the address of a compiled controller's adapter or 0 for the constant joint forces
     ``tau`` (nv), the actuated coordinates, (α, β, 1 if Baumgarte else 0), and the
     partition ``P = (ind, dep, rows, q, v, G, ps)`` (``ps``: G known, constraint tol,
     partitioning 0/1, sign det J_d, repartition cond (0: never), run key, repartitions
@@ -561,13 +635,14 @@ def _loop(code, S, y0, t_out, opts, monitor, O, stats):
     ny = 2 * ni if reduced else 2 * n
     y = np.empty(ny)
     if reduced:  # System.state: the guess is q0
-        P[3][:] = y0[:n]
-        P[4][:] = y0[n:]
+        for i in range(n):
+            P[3][i] = y0[i]
+            P[4][i] = y0[n + i]
         for b in range(ni):
             y[b] = y0[ind[b]]
             y[ni + b] = y0[n + ind[b]]
     else:
-        y[:] = y0
+        _put(y, y0)
     qdd = np.empty(n)
     lam = np.empty(max(m.nr, 1))
     K = np.zeros((16, ny))  # the stages (DOP853: with its 3 dense-output stages)
@@ -582,7 +657,7 @@ def _loop(code, S, y0, t_out, opts, monitor, O, stats):
     k = 0
     t = 0.0
     if t_out[0] == 0.0:
-        _record(code, S, 0, 0.0, y, O, u)
+        _record(fn, S, k, t, y, O, u)  # k, t: variables (one specialisation)
         k = 1
     N = np.zeros((n, 0))
     sign = 0.0
@@ -590,21 +665,28 @@ def _loop(code, S, y0, t_out, opts, monitor, O, stats):
         ok, N, sign, _ = _frame(ctx, y0[:n], np.zeros((n, n - d.nrows)))
         if not ok:
             return SINGULAR
-    if not _rhs(code, S, t, y, K[0], qdd, lam, u) > 0.0:
+    if not _rhs(fn, S, t, y, K[0], qdd, lam, u) > 0.0:
         return FAILED_SOLVE
     nfev += 1
     h_abs = dt
     if adaptive:  # scipy's select_initial_step, error estimator order 4 (RK45) or 7
-        sc = atol + np.abs(y) * rtol
-        d0 = np.sqrt(np.mean((y / sc) ** 2))
-        d1 = np.sqrt(np.mean((K[0] / sc) ** 2))
+        d0 = d1 = 0.0
+        for i in range(ny):
+            sc = atol + abs(y[i]) * rtol
+            d0 += (y[i] / sc) ** 2
+            d1 += (K[0, i] / sc) ** 2
+        d0, d1 = np.sqrt(d0 / ny), np.sqrt(d1 / ny)
         h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
         h0 = min(h0, t_end)
-        ys[:] = y + h0 * K[0]
-        if not _rhs(code, S, t + h0, ys, K[1], qdd, lam, u) > 0.0:
+        for i in range(ny):
+            ys[i] = y[i] + h0 * K[0, i]
+        if not _rhs(fn, S, t + h0, ys, K[1], qdd, lam, u) > 0.0:
             return FAILED_SOLVE
         nfev += 1
-        d2 = np.sqrt(np.mean(((K[1] - K[0]) / sc) ** 2)) / h0
+        d2 = 0.0
+        for i in range(ny):
+            d2 += ((K[1, i] - K[0, i]) / (atol + abs(y[i]) * rtol)) ** 2
+        d2 = np.sqrt(d2 / ny) / h0
         if d1 <= 1e-15 and d2 <= 1e-15:
             h1 = max(1e-6, h0 * 1e-3)
         else:
@@ -621,7 +703,7 @@ def _loop(code, S, y0, t_out, opts, monitor, O, stats):
             stats[4] = t
             return MAX_STEPS
         t0, k0, h_fail = t, k, h_abs
-        ylast[:] = y
+        _put(ylast, y)
         # a step; failed (partitioning): the dependent coordinates of a stage, an output
         # or the step's end cannot be recovered, or det J_d changed sign
         failed = False
@@ -640,9 +722,9 @@ def _loop(code, S, y0, t_out, opts, monitor, O, stats):
                 h = t_new - t
                 h_abs = abs(h)
                 if dop:
-                    st = _rk_step(code, S, t, y, h, K, W, _DA, _DB, _DC)
+                    st = _rk_step(fn, S, t, y, h, K, W, _DA, _DB, _DC)
                 else:
-                    st = _rk_step(code, S, t, y, h, K, W, _A, _B, _C)
+                    st = _rk_step(fn, S, t, y, h, K, W, _A, _B, _C)
                 if not st > 0.0:
                     if st == STATE_FAILED:
                         failed = True
@@ -676,7 +758,7 @@ def _loop(code, S, y0, t_out, opts, monitor, O, stats):
                 x = (t_out[k] - t) / h
                 if dop:
                     if not dense:
-                        st = _dop_dense(code, S, t, y, h, K, F, W)
+                        st = _dop_dense(fn, S, t, y, h, K, F, W)
                         if not st > 0.0:
                             if st == STATE_FAILED:
                                 failed = True
@@ -701,10 +783,11 @@ def _loop(code, S, y0, t_out, opts, monitor, O, stats):
                 if reduced and not _dependent(ctx, P, ys):
                     failed = True
                     break
-                _record(code, S, k, t_out[k], ys, O, u)
+                _record(fn, S, k, t_out[k], ys, O, u)
                 k += 1
             if not failed:
-                K[0] = K[fsal]  # first same as last
+                for i in range(ny):  # first same as last
+                    K[0, i] = K[fsal, i]
         else:  # classical RK4 whose steps end on the output times
             while t_out[stop_k] <= t:
                 stop_k += 1
@@ -717,14 +800,14 @@ def _loop(code, S, y0, t_out, opts, monitor, O, stats):
                 t_new = t + h
             st = 1.0
             if steps > 0 or restarts > 0:
-                st = _rhs(code, S, t, y, K[0], qdd, lam, u)
+                st = _rhs(fn, S, t, y, K[0], qdd, lam, u)
             for s in range(1, 4):
                 if not st > 0.0:
                     break
                 c = 0.5 if s < 3 else 1.0
                 for i in range(ny):
                     ys[i] = y[i] + c * h * K[s - 1, i]
-                st = _rhs(code, S, t + c * h, ys, K[s], qdd, lam, u)
+                st = _rhs(fn, S, t + c * h, ys, K[s], qdd, lam, u)
             if not st > 0.0:
                 if st != STATE_FAILED:
                     return FAILED_SOLVE
@@ -738,7 +821,7 @@ def _loop(code, S, y0, t_out, opts, monitor, O, stats):
                 if not np.isfinite(yd[i]):
                     stats[4] = t
                     return NOT_FINITE
-            y[:] = yd
+            _put(y, yd)
             t = t_new
             if project:
                 moved = _project(ctx, y, tol)
@@ -746,7 +829,8 @@ def _loop(code, S, y0, t_out, opts, monitor, O, stats):
                     return NO_PROJECTION
                 if moved:
                     nproj += 1
-                    K[0, :n] = y[n:]  # the solver's state modified, its last q̈ kept
+                    for i in range(n):  # the solver's state modified, its last q̈ kept
+                        K[0, i] = y[n + i]
             if reduced:
                 # the full state at the step's end; det J_d must keep its sign (else the
                 # independent coordinates passed a fold of q_d(q_i))
@@ -764,20 +848,20 @@ def _loop(code, S, y0, t_out, opts, monitor, O, stats):
                 return SINGULAR
             retried_at = t0
             t, k = t0, k0
-            taken = _repartition(ctx, P, qlast, 0.0, ps[5], True)
+            taken = _repartition(ctx, P, qlast, 0.0, ps[5], unliteral(True))
             if taken < 0 or (taken and ps[6] >= REP.shape[0]):
                 stats[4] = t
                 return REPARTITION
             if taken:
                 _note_repartition(REP, ps, t, ind)
-            P[3][:] = qlast
-            P[4][:] = vlast
+            _put(P[3], qlast)
+            _put(P[4], vlast)
             for b in range(ni):
                 y[b] = qlast[ind[b]]
                 y[ni + b] = vlast[ind[b]]
             restarts += 1
             if adaptive:
-                if not _rhs(code, S, t, y, K[0], qdd, lam, u) > 0.0:
+                if not _rhs(fn, S, t, y, K[0], qdd, lam, u) > 0.0:
                     return FAILED_SOLVE
                 nfev += 1
                 h_abs = min(0.25 * h_fail, t_end - t)
@@ -791,7 +875,7 @@ def _loop(code, S, y0, t_out, opts, monitor, O, stats):
             N, sign = N2, own
         restart = False
         if reduced and ps[4] > 0.0 and cond > ps[4]:
-            taken = _repartition(ctx, P, P[3], cond, ps[5], False)
+            taken = _repartition(ctx, P, P[3], cond, ps[5], unliteral(False))
             if taken < 0 or (taken and ps[6] >= REP.shape[0]):
                 stats[4] = t
                 return REPARTITION
@@ -803,14 +887,14 @@ def _loop(code, S, y0, t_out, opts, monitor, O, stats):
                 restart = True
                 restarts += 1
         if reduced:
-            qlast[:] = P[3]
-            vlast[:] = P[4]
+            _put(qlast, P[3])
+            _put(vlast, P[4])
         steps += 1
         if k < nout and t_out[k] == t:
-            _record(code, S, k, t, y, O, u)
+            _record(fn, S, k, t, y, O, u)
             k += 1
         if restart and adaptive:  # scipy's new solver: f at the state, the last step size
-            if not _rhs(code, S, t, y, K[0], qdd, lam, u) > 0.0:
+            if not _rhs(fn, S, t, y, K[0], qdd, lam, u) > 0.0:
                 return FAILED_SOLVE
             nfev += 1
             h_abs = min(h_abs, t_end - t)
@@ -858,7 +942,7 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     wall0 = time.perf_counter()
     nv, m = model.nv, model.m
     d = Data(model, dense=True)
-    ctl = tau if callable(tau) else None
+    ctl = 0
     try:
         tau0 = tau_function(model, tau)(0.0, q, v)
         dynamics.forward_dynamics(model, q, v, tau0, method=method, data=d)
@@ -880,7 +964,7 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
         ]
     )  # fmt: skip
     gains = np.array([*a["gains"], float(mode == "baumgarte" and m > 0)])
-    act = np.ascontiguousarray(model.actuated, dtype=np.int64)
+    act = np.array(model.actuated, dtype=np.int64)  # writable: CONTROLLER's int64[::1]
     no = np.zeros(0, dtype=np.int64)
     ps = np.array([0.0, a["constraint_tol"], 0.0, 0.0, 0.0, 0.0, 0.0])
     P = (no, no.copy(), no.copy(), np.zeros(nv), np.zeros(nv), np.zeros((0, 0)), ps)
@@ -900,6 +984,11 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
         ind, dep, rows = (np.array(x, dtype=np.int64) for x in (sy.ind, sy.dep, sy.rows))
         ps[2:6] = 1.0, sy.orientation, a["repartition_cond"] if repartition else 0.0, key
         P = (ind, dep, rows, np.zeros(nv), np.zeros(nv), np.empty((dep.size, ind.size)), ps)
+    if callable(tau):
+        try:
+            ctl = controller_address(tau)
+        except TypingError:
+            return None  # the Python loop calls it (and reports what it raises)
     system = (ctx, pb, ctl, np.ascontiguousarray(tau0, dtype=float), act, gains, P)
     O = (
         np.full((nout, 2 * nv), np.nan),  # Y
@@ -912,7 +1001,8 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     stats = np.zeros(6)
     y0 = np.concatenate([q, v])
     try:
-        out = loop(CODE[method])(system, y0, t_out, opts, bool(monitor and m > 0), O, stats)
+        fn = dynamics.method_pointer(method)
+        out = loop(fn, system, y0, t_out, opts, bool(monitor and m > 0), O, stats)
     except (ArithmeticError, ValueError, np.linalg.LinAlgError):
         return None
     finally:
