@@ -145,16 +145,14 @@ def _put(dst, src):
         dst[i] = src[i]
 
 
-_ADAPTERS = {}  # compiled controller -> (its adapter, the adapter's address)
-
-
 def controller_address(ctl):
     """The address (``numba_internals.address_of``) of ``ctl``'s adapter
     ``(t, q, v, out, act) -> _expand(ctl(t, q, v), out, act)``, compiled for
     ``CONTROLLER`` once per controller (its own small code: the loop is compiled once
-    for every controller and calls it at that address).  Raises numba's ``TypingError``
-    if ``ctl`` cannot be compiled for (float, vector, vector)."""
-    hit = _ADAPTERS.get(ctl)
+    for every controller and calls it at that address).  The adapter is kept on the
+    controller (freed with it).  Raises numba's ``TypingError`` if ``ctl`` cannot be
+    compiled for (float, vector, vector)."""
+    hit = getattr(ctl, "_loopdyn_adapter", None)
     if hit is None:
 
         @njit(nogil=True)
@@ -162,7 +160,7 @@ def controller_address(ctl):
             return _expand(ctl(t, q, v), out, act)
 
         adapter.compile(CONTROLLER)
-        hit = _ADAPTERS[ctl] = (adapter, address_of(adapter, CONTROLLER))
+        hit = ctl._loopdyn_adapter = (adapter, address_of(adapter, CONTROLLER))
     return hit[1]
 
 
