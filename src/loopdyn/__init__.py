@@ -5,9 +5,10 @@
 >>> qdd = ld.aba(model, model.q0, np.zeros(model.nv), np.zeros(model.nv))
 """
 
-from loopdyn.kernels.numba_internals import install_cache_locator
+from loopdyn.kernels.numba_internals import install_cache_locator, install_fast_flag_comparisons
 
 install_cache_locator()  # before any kernel is defined: see kernels/numba_internals.py
+install_fast_flag_comparisons()  # compile time (same semantics): idem
 
 from loopdyn import examples, interop, io, methods, topology, viz
 from loopdyn.analysis.assembly import assemble, complete_velocity, partition
