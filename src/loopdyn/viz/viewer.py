@@ -247,8 +247,12 @@ class Viewer:
 
     # ------------------------------------------------------------ lifetime
     def close(self):
-        """Stop the playing thread and the server."""
+        """Stop the playing thread (waiting for it: an update it sends after the server
+        stopped would be lost, with a warning) and the server."""
         self._stop.set()
+        thread = getattr(self, "_thread", None)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=2.0)
         self.server.stop()
 
     def __enter__(self):
