@@ -13,6 +13,9 @@ fields as numpy views (``Data.<name>``); compiled kernels read them through the
 build the same views from this table.
 """
 
+import itertools
+import math
+
 import numpy as np
 
 HEADER = 64
@@ -76,11 +79,11 @@ FIELDS = (
 assert len(FIELDS) + H_OFF <= HEADER
 
 
-def dim_value(dim, sizes):
-    """The value of one dim of ``FIELDS`` for the sizes ``{name: value}``."""
-    if isinstance(dim, int):
-        return dim
-    return sum(sizes[part] for part in dim.split("+"))
+# FIELDS' dims parsed once: an int, or the names of the sizes they add ("nrows" -> "nr")
+_DIMS = tuple(
+    tuple(d if isinstance(d, int) else tuple(d.replace("nrows", "nr").split("+")) for d in dims)
+    for _, _, _, dims in FIELDS
+)
 
 
 def allocate(model, dense=False):
@@ -93,12 +96,15 @@ def allocate(model, dense=False):
     sizes["nrd"] = nr if dense else 0
     # rows is allocated for every row; H_NROWS says how many are in use
     shapes = [
-        tuple(dim_value("nr" if d == "nrows" else d, sizes) for d in dims)
-        for _, _, _, dims in FIELDS
+        tuple(
+            d if isinstance(d, int) else sizes[d[0]] if len(d) == 1 else sum(sizes[p] for p in d)
+            for d in dims
+        )
+        for dims in _DIMS
     ]
-    lengths = [int(np.prod(s, dtype=np.int64)) for s in shapes]
-    offsets = HEADER + np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    ctx = np.zeros(int(offsets[-1]))
+    ends = itertools.accumulate(math.prod(sh) for sh in shapes)
+    offsets = [HEADER, *(HEADER + e for e in ends)]
+    ctx = np.zeros(offsets[-1])
     head = ctx[:HEADER].view(np.int64)
     head[: len(SIZES)] = [sizes[s] for s in SIZES]
     head[H_OFF : H_OFF + len(FIELDS)] = offsets[:-1]
