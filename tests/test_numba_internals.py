@@ -143,9 +143,7 @@ def test_a_compiled_function_is_called_at_its_address():
     tau = np.array([0.3, 0.0, 0.0])
     for method in ("augmented", "rcr"):  # without and with a plan buffer
         ref = ld.forward_dynamics(model, q, v, tau, method=method)
-        call = model._data.bound[method][0]
-        ctx = call.args[0]
-        pb = call.args[1] if len(call.args) > 1 else ctx
+        ctx, pb = dynamics.bound_buffers(model._data.bound[method][0])
         qdd, lam = np.empty(3), np.empty(model.m)
 
         @njit
@@ -176,6 +174,11 @@ def test_a_compiled_function_is_called_at_its_address():
         ctl(addr, 2.0, q, v, out, act)
     with pytest.raises(Exception, match="call_controller_at"):
         ctl(addr, 0.5, q, v, out, act.astype(np.float64))  # act of another dtype
+    # an entry whose signature is not a method entry's is refused, not called wrongly
+    from loopdyn.kinematics.closures import CONSTRAINTS
+
+    with pytest.raises(TypeError, match="not a method entry's signature"):
+        ni.entry_pointer(CONSTRAINTS)
 
 
 def test_fast_flag_comparisons_keep_numbas_values():

@@ -270,8 +270,7 @@ def forward_dynamics_batch(
     bound = _bound(model, method, Q, V, TAU)
     if bound is not None and n:
         call = bound[0]
-        ctx = call.args[0]
-        pb = call.args[1] if len(call.args) > 1 else np.zeros(1)
+        ctx, pb = dynamics.bound_buffers(call)
         nc = _nchunks(n, threads)
         run = _fd_serial if nc == 1 else _fd_parallel
         fn = dynamics.method_pointer(method)

@@ -36,7 +36,7 @@ and fails loudly if a release changes one.
    conversion (~0.5 µs), no exception, and the matching path nothing.  Arguments
    that cannot be converted raise ``TypeError`` (callers take their checked path,
    which explains).
-8. ``address_of`` / ``Entry.address`` and ``call_at``, ``call_at_planned``,
+8. ``address_of`` / ``Entry.address`` / ``entry_pointer`` and ``call_at``, ``call_at_planned``,
    ``call_controller_at``: the native address of a dispatcher's compiled function (its
    ``CompileResult``'s library, numba's own calling convention) and intrinsics that
    call such an address from compiled code.  A
@@ -485,6 +485,17 @@ VEC = types.Array(types.float64, 1, "A")
 CONTROLLER = (types.float64, VEC, VEC, OUT, INT_OUT)
 
 
+def entry_pointer(e):
+    """(``e.address()``, 1 if ``e`` takes a plan buffer else 0) for ``call_at`` /
+    ``call_at_planned``; ``TypeError`` if ``e``'s signature is neither of theirs (a
+    call at the address would then pass the wrong arguments)."""
+    sig = e.signature
+    for planned, formal in ((0, _DENSE), (1, _PLANNED)):
+        if sig.return_type == types.float64 and tuple(sig.args) == formal:
+            return e.address(), planned
+    raise TypeError(f"{e.kernel.__name__}: {sig} is not a method entry's signature")
+
+
 @intrinsic
 def call_at(typingctx, addr, ctx, q, v, tau, qdd, lam):
     """``entry(ctx, q, v, tau, qdd, lam)`` of the entry whose ``Entry.address`` is
@@ -531,6 +542,7 @@ __all__ = [
     "call_at_planned",
     "call_controller_at",
     "entry",
+    "entry_pointer",
     "install_cache_locator",
     "install_fast_flag_comparisons",
     "unliteral",

@@ -34,6 +34,7 @@ from loopdyn.kernels.numba_internals import (
     call_at,
     call_at_planned,
     entry,
+    entry_pointer,
     unliteral,
 )
 from loopdyn.kernels.views import handles
@@ -86,14 +87,22 @@ SELF_RANKED = frozenset({"embedding", "denoc", "rcr"})
 # methods whose q̈ is that of the velocity the independent rates determine (for an
 # inconsistent v they fall back to augmented): simulate them with partitioning
 MINIMAL_METHODS = ("denoc", "rcr")
-# the methods whose entry takes the plan buffer ``pb`` after the workspace ``ctx``
-PLANNED = frozenset({"sslm", "embedding", "denoc", "rcr"})
 
 
 def method_pointer(method):
     """``method``'s compiled entry as a runtime value for ``method_call``: (its native
-    address, 1 if it takes the plan buffer else 0).  Compiles (or loads) the entry."""
-    return (entry_of(method).address(), int(method in PLANNED))
+    address, 1 if it takes the plan buffer ``pb`` after ``ctx`` else 0), from the
+    entry's own signature (``entry_pointer``).  Compiles (or loads) the entry."""
+    return entry_pointer(entry_of(method))
+
+
+def bound_buffers(call):
+    """(ctx, pb) of a bound call of ``Data.bound`` (``partial(entry, ctx[, pb])``): the
+    buffers ``method_call`` takes; pb a placeholder for a method without a plan."""
+    return call.args[0], call.args[1] if len(call.args) > 1 else _NO_PLAN
+
+
+_NO_PLAN = np.zeros(1)
 
 
 @njit(cache=True)

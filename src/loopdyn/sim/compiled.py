@@ -490,7 +490,7 @@ def _dop_eval(F, y, x, out):
 def _record(fn, S, k, t, y, O, u):
     """Output k at time t: the state, τ, q̈ and λ of the method (with the Baumgarte
     terms in that mode), the closure residuals and T + V, into the outputs
-    ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND)``."""
+    ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND, REP)``."""
     Y, QDD, LAM, TAU, RP, RV, EN, COND, _ = O
     ctx, pb, ctl, tau, act, gains, _ = S
     m, d = handles(ctx)
@@ -596,8 +596,8 @@ def _repartition(ctx, P, q, cond, key, force):
 @njit(cache=True, nogil=True)
 def loop(fn, S, y0, t_out, opts, monitor, O, stats):
     """``_loop`` for the method ``fn = dynamics.method_pointer(method)``, a runtime
-    value: one compiled loop for every method (per controller type), which releases
-    the GIL."""
+    value: one compiled loop for every method and controller (``controller_address``),
+    which releases the GIL."""
     return _loop(fn, S, y0, t_out, opts, monitor, O, stats)
 
 
@@ -950,8 +950,7 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     if bound is None or (d.rank_info is not None and d.rank_info.dropped.size):
         return None
     call = bound[0]
-    ctx = call.args[0]
-    pb = call.args[1] if len(call.args) > 1 else np.zeros(1)
+    ctx, pb = dynamics.bound_buffers(call)
     t_out = a["t_out"]
     nout = t_out.size
     project = mode == "projection" and m > 0
