@@ -222,3 +222,23 @@ def test_compiled_partitioning_with_rcr_keeps_the_loop_closed():
     assert a.stats["compiled"] and a.stats["steps"] == b.stats["steps"]
     np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-10)
     assert a.residual_position.max() < 1e-11
+
+
+@numba.njit
+def _inf_at_an_output(t, q, v):
+    """Finite everywhere but at the output time 0.05 s (no stage of the steps falls there)."""
+    return np.inf if t == 0.05 else 0.0
+
+
+def test_an_output_the_method_cannot_evaluate_is_recorded_by_the_python_loop():
+    """An output whose forward dynamics fails in the compiled loop (here τ is not finite
+    at that output only) is not passed on as it stands: the Python loop records every
+    output (its rank re-detection and fallback), and the trajectory says so."""
+    model = ld.examples.four_bar()
+    kw = dict(t_end=0.1, t_eval=np.array([0.0, 0.05, 0.1]), integrator="DOP853")
+    a = ld.simulate(model, tau=_inf_at_an_output, **kw)
+    b = ld.simulate(model, tau=lambda t, q, v: np.inf if t == 0.05 else 0.0, compiled=False, **kw)
+    assert not a.stats["compiled"] and a.completed
+    assert np.isinf(a.condition[1]) and np.all(np.isfinite(a.condition[[0, 2]]))
+    np.testing.assert_array_equal(a.q, b.q)
+    np.testing.assert_array_equal(a.condition, b.condition)

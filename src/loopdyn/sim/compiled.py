@@ -1004,7 +1004,9 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
         return None
     finally:
         _SYSTEMS.pop(key, None)
-    if out != DONE:
+    if out != DONE or not np.all(np.isfinite(O[7])):
+        # an output whose method call failed (condition inf): the Python loop records
+        # it through ld.forward_dynamics's rank re-detection and fallback instead
         return None
     nrep = int(ps[6])
     reps = [(float(r[0]), r[1:].astype(int).tolist()) for r in O[8][:nrep]]
