@@ -205,3 +205,18 @@ def test_fast_flag_comparisons_keep_numbas_values():
         for y in (a, b, c, d):
             assert (x == y) == (values(x) == values(y)), (x, y)
     assert b == c and a == d and a != b
+
+
+def test_importing_loopdyn_turns_off_numbas_error_colouring():
+    """numba's NOPColorScheme (no colorama call per rejected overload while typing) when
+    loopdyn is imported first; numba renames the variable or the class: this fails."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os; os.environ.pop('NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING', None)\n"
+        "import loopdyn, numba.core.errors as e\n"
+        "print(type(e.termcolor()).__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "NOPColorScheme"
