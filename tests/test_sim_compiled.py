@@ -1,5 +1,7 @@
 """The compiled simulation loop (``loopdyn.sim.compiled``) equals the Python loop."""
 
+import itertools
+
 import numba
 import numpy as np
 import pytest
@@ -242,3 +244,94 @@ def test_an_output_the_method_cannot_evaluate_is_recorded_by_the_python_loop():
     assert np.isinf(a.condition[1]) and np.all(np.isfinite(a.condition[[0, 2]]))
     np.testing.assert_array_equal(a.q, b.q)
     np.testing.assert_array_equal(a.condition, b.condition)
+
+
+def test_progress_callbacks_run_in_the_compiled_loop():
+    """A progress callback no longer sends ld.simulate to the Python loop: it is called
+    every POLL_STEPS steps and at t_end, and changes nothing of the motion."""
+    from loopdyn.sim.compiled import POLL_STEPS
+
+    model = ld.examples.four_bar(theta1=np.pi / 2)
+    kw = dict(t_end=2.0, t_eval=21, rtol=1e-10, atol=1e-10)
+    seen = []
+    a = ld.simulate(model, progress=lambda t, t_end: seen.append((t, t_end)), **kw)
+    b = ld.simulate(model, **kw)
+    assert a.stats["compiled"] and a.stats["steps"] == b.stats["steps"]
+    np.testing.assert_array_equal(a.q, b.q)
+    np.testing.assert_array_equal(a.lam, b.lam)
+    assert len(seen) == (a.stats["steps"] - 1) // POLL_STEPS + 1
+    assert all(s[0] < r[0] for s, r in itertools.pairwise(seen))
+    assert seen[-1] == (2.0, 2.0) and all(s[1] == 2.0 for s in seen)
+
+    def fails(t, t_end):
+        if t > 1.0:
+            raise RuntimeError("the callback's own error")
+
+    with pytest.raises(RuntimeError, match="the callback's own error"):
+        ld.simulate(model, progress=fails, **kw)
+
+
+def _interrupt_at(t_stop):
+    """A progress callback that presses Ctrl-C (SIGINT, through Python's handler) once."""
+    import _thread
+
+    sent = []
+
+    def progress(t, t_end):
+        if t > t_stop and not sent:
+            sent.append(t)
+            _thread.interrupt_main()
+
+    return progress
+
+
+def test_ctrl_c_stops_the_compiled_loop_with_the_motion_so_far():
+    """SIGINT during a compiled run: SimulationInterrupted at the last accepted step, the
+    outputs before it those of the uninterrupted run, Python's SIGINT handler back."""
+    import signal
+
+    model = ld.examples.four_bar(theta1=np.pi / 2)
+    kw = dict(t_end=4.0, t_eval=41, rtol=1e-10, atol=1e-10)
+    full = ld.simulate(model, **kw)
+    try:
+        ld.simulate(model, progress=_interrupt_at(1.0), **kw)
+        caught = None
+    except KeyboardInterrupt as e:  # a bare one would be a failure, not a stop of pytest
+        caught = e
+    assert isinstance(caught, ld.SimulationInterrupted), repr(caught)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    tr = caught.trajectory
+    assert tr.stats["compiled"] and not tr.completed and "interrupted" in tr.message
+    assert 1.0 < caught.t < 4.0 and tr.t[-1] == caught.t
+    np.testing.assert_array_equal(tr.q[-1], caught.q)
+    k = int(np.searchsorted(full.t, caught.t))  # outputs strictly before the stop
+    assert k >= 10 and len(tr) in (k, k + 1)
+    np.testing.assert_array_equal(tr.q[:k], full.q[:k])
+    np.testing.assert_array_equal(tr.energy[:k], full.energy[:k])
+    assert np.isfinite(tr.qdd[-1]).all() and tr.residual_position[-1] < 1e-10
+
+
+def test_ctrl_c_reaches_a_compiled_run_without_a_callback():
+    """An asynchronous SIGINT (another thread, as a terminal's Ctrl-C) stops a long
+    compiled run within a few checkpoints."""
+    import _thread
+    import threading
+    import time
+
+    model = ld.examples.four_bar(theta1=np.pi / 2)
+    kw = dict(t_eval=11, rtol=1e-10, atol=1e-10)
+    ld.simulate(model, t_end=0.01, **kw)  # loaded: the long run starts at once
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    start = time.perf_counter()
+    timer.start()
+    try:
+        ld.simulate(model, t_end=3000.0, **kw)  # ~600 x a 5 s run: seconds
+        caught = None
+    except KeyboardInterrupt as e:
+        caught = e
+    finally:
+        timer.cancel()
+        timer.join()
+    assert isinstance(caught, ld.SimulationInterrupted), repr(caught)
+    assert 0.0 < caught.t < 3000.0 and caught.trajectory.stats["compiled"]
+    assert time.perf_counter() - start < 60.0  # not the whole run

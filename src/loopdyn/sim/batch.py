@@ -126,7 +126,7 @@ def simulate_batch(
     taus = _per_element(model, tau, n)
     integrator = options.get("integrator", "DOP853")
     mode = options.get("stabilization", "projection") if model.m else "none"
-    why = compiled_loop.eligible(model, tau, integrator, mode, None)
+    why = compiled_loop.eligible(model, tau, integrator, mode)
     monitor = options.get("singularities", "stop") == "stop"
     max_steps = options.get("max_steps", 1_000_000)
     repartition, independent = options.get("repartition", True), options.get("independent")
@@ -154,7 +154,10 @@ def simulate_batch(
 
     out = [None] * n
     if why is None:
-        out[0] = compiled(0)  # the first compiles (or loads) the loop, once
+        try:  # the first compiles (or loads) the loop, once; Ctrl-C stops it (main thread)
+            out[0] = compiled(0)
+        except SimulationInterrupted as e:
+            raise _interrupted(model, out) from e
         pool = ThreadPoolExecutor(max_workers=threads)
         futures = {pool.submit(compiled, i): i for i in range(1, n)}
         try:

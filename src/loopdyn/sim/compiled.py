@@ -25,10 +25,16 @@ fast path applies (no redundant closure rows).  Anything the compiled loop canno
 finish (a failed solve, a singularity, max_steps, a non-finite state or τ) makes it
 hand back to the Python loop, which then produces the documented result or error; so
 the compiled loop changes speed, never outcomes beyond the integrator tolerance.
-Ctrl-C is not seen while the compiled loop runs.
+Every ``POLL_STEPS`` accepted steps the loop calls back into Python (``_report``, in
+numba's object mode, ~1 µs): the ``progress`` callback of ``ld.simulate``, and Ctrl-C,
+which a run on the main thread turns into a flag while it lasts (``_Poll``) so that it
+stops at the last accepted step and raises ``SimulationInterrupted`` with the motion so
+far, as the Python loop does.
 """
 
 import itertools
+import signal
+import threading
 import time
 
 import numpy as np
@@ -36,7 +42,7 @@ from numba import njit, objmode, types
 from numba.core.errors import TypingError
 from numba.extending import is_jitted, overload
 
-from loopdyn.errors import LoopdynError
+from loopdyn.errors import LoopdynError, SimulationInterrupted
 from loopdyn.kernels.linalg import cholesky_inplace, cholesky_solve
 from loopdyn.kernels.numba_internals import (
     CONTROLLER,
@@ -52,7 +58,7 @@ from loopdyn.methods.dynamics import method_call
 from loopdyn.model.data import Data
 from loopdyn.sim import dop853
 from loopdyn.sim.partitioning import partition_kernel
-from loopdyn.sim.stabilization import System, tau_function
+from loopdyn.sim.stabilization import System, evaluate_trajectory, tau_function
 from loopdyn.sim.trajectory import Trajectory
 from loopdyn.tree.crba import crba_kernel
 
@@ -62,9 +68,11 @@ MOBILITY_TOL = 1e-8  # as loopdyn.sim.stabilization
 MAX_REPARTITIONS = 1000  # more: the Python loop runs
 STATE_FAILED = -1e9  # _rhs: the dependent coordinates could not be recovered (partitioning)
 # outcomes of the loop
-DONE, FAILED_SOLVE, NOT_FINITE, SINGULAR, MAX_STEPS, NO_PROJECTION, STEP_TOO_SMALL, REPARTITION = (
-    range(8)
-)
+(
+    DONE, FAILED_SOLVE, NOT_FINITE, SINGULAR, MAX_STEPS, NO_PROJECTION, STEP_TOO_SMALL,
+    REPARTITION, STOPPED,
+) = range(9)  # fmt: skip
+POLL_STEPS = 16  # accepted steps between two calls back into Python (progress, Ctrl-C)
 
 # Dormand–Prince 8(5,3) (scipy.integrate.DOP853)
 _DA, _DB, _DE3, _DE5, _DD = dop853.A, dop853.B, dop853.E3, dop853.E5, dop853.D
@@ -549,7 +557,66 @@ def _candidate(key, q):
 
 
 _SYSTEMS = {}  # key -> the System of a compiled run that partitions (see ``run``)
+_POLLS = {}  # key -> the _Poll of a compiled run that calls back (see ``run``)
 _KEYS = itertools.count(1)
+
+
+class _Poll:
+    """What a compiled run does when it calls back: ``progress(t, t_end)`` (or None),
+    and whether Ctrl-C came (``interrupted``, set by the SIGINT handler ``arm``
+    installs) or the callback raised (``error``)."""
+
+    def __init__(self, progress, t_end):
+        self.progress, self.t_end = progress, t_end
+        self.interrupted, self.error, self._old = False, None, None
+
+    def arm(self):
+        """On the main thread, with Python's own SIGINT handler in place: replace it by
+        one that only raises the flag (an exception raised inside numba's object-mode
+        call would corrupt it; see ``disarm``).  True if armed."""
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            return False  # somebody else's handler: theirs to run
+        self._old = signal.signal(signal.SIGINT, self._flag)
+        return True
+
+    def _flag(self, signum, frame):
+        self.interrupted = True
+
+    def disarm(self):
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+            self._old = None
+
+
+def _report(key, t):
+    """The compiled loop's call back at time t: 1 to stop (Ctrl-C, or the progress
+    callback raised: kept in the ``_Poll`` for ``run`` to raise), else 0."""
+    p = _POLLS[int(key)]
+    if p.progress is not None and not p.interrupted:
+        try:
+            p.progress(t, p.t_end)
+        except KeyboardInterrupt:  # as Ctrl-C (the Python loop's behaviour)
+            p.interrupted = True
+        except BaseException as e:  # raised again by run, outside compiled code
+            p.error = e
+            return 1
+    return 1 if p.interrupted else 0
+
+
+@njit(cache=True)
+def _checkpoint(P, y, reduced, key, t):
+    """After an accepted step: the full state into P[3], P[4] (partitioning keeps it
+    there already), then ``_report`` in object mode; True to stop there."""
+    if not reduced:
+        n = P[3].shape[0]
+        for i in range(n):
+            P[3][i] = y[i]
+            P[4][i] = y[n + i]
+    with objmode(stop="int64"):
+        stop = _report(key, t)
+    return stop != 0
 
 
 @njit(cache=True)
@@ -613,9 +680,10 @@ def _loop(fn, S, y0, t_out, opts, monitor, O, stats):
     at ``t_out`` into ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND, REP)``, Y (N, 2 nv), REP
     the repartitions (t, new independent coordinates).  ``opts``: integrator (0 RK4, 1
     RK45, 2 DOP853), dt, rtol, atol, max_step, projection (0/1), constraint tol,
-    max_steps.  ``stats``: steps, nfev, projections, outputs written, t reached,
-    integrator restarts.  Returns ``DONE`` or why it stopped (the caller then runs the
-    Python loop)."""
+    max_steps, call back (1: ``_checkpoint`` every ``POLL_STEPS`` steps, with the run
+    key ps[5]; ``STOPPED`` if it says so).  ``stats``: steps, nfev, projections, outputs
+    written, t reached, integrator restarts.  Returns ``DONE`` or why it stopped (the
+    caller then runs the Python loop)."""
     ctx, P = S[0], S[6]
     m, d = handles(ctx)
     n = m.nv
@@ -628,6 +696,7 @@ def _loop(fn, S, y0, t_out, opts, monitor, O, stats):
     fsal = 12 if dop else 6  # the stage at the new point
     dt, rtol, atol, max_step = opts[1], opts[2], opts[3], opts[4]
     project, tol, max_steps = opts[5] == 1.0, opts[6], opts[7]
+    poll = opts[8] == 1.0
     t_end = t_out[-1]
     nout = t_out.shape[0]
     ny = 2 * ni if reduced else 2 * n
@@ -898,6 +967,9 @@ def _loop(fn, S, y0, t_out, opts, monitor, O, stats):
             h_abs = min(h_abs, t_end - t)
         stats[0], stats[1], stats[2], stats[3], stats[4] = steps, nfev, nproj, k, t
         stats[5] = restarts
+        if poll and steps % POLL_STEPS == 0 and t < t_end:
+            if _checkpoint(P, y, reduced, ps[5], t):
+                return STOPPED
     stats[0], stats[1], stats[2], stats[3], stats[4] = steps, nfev, nproj, k, t
     stats[5] = restarts
     return DONE
@@ -913,7 +985,7 @@ def _note_repartition(REP, ps, t, ind):
     ps[6] += 1.0
 
 
-def eligible(model, tau, integrator, stabilization, progress):
+def eligible(model, tau, integrator, stabilization):
     """None if the compiled loop applies, else the reason it does not (a string)."""
     if callable(tau) and not is_jitted(tau):
         return "tau is a Python controller (decorate it with @numba.njit to run compiled)"
@@ -923,20 +995,21 @@ def eligible(model, tau, integrator, stabilization, progress):
         return f"stabilization {stabilization!r} (compiled: {', '.join(STABILIZATIONS)})"
     if model.has_quaternions:
         return "the model has spherical or free joints (the compiled loop has no charts)"
-    if progress is not None:
-        return "a progress callback"
     return None
 
 
 def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repartition=True,
-        independent=None):  # fmt: skip
+        independent=None, progress=None):  # fmt: skip
     """The compiled loop from the consistent (q, v); a :class:`Trajectory` like
     ``ld.simulate``'s, or None when the compiled loop cannot finish (the caller then runs
     the Python loop).  ``tau``: None, a constant (nv or one per actuated coordinate) or
     a numba-compiled controller ``tau(t, q, v)``; ``a``: ``check_arguments``;
-    ``repartition`` and ``independent``: ``ld.simulate``'s, for ``mode="partitioning"``.
-    Each call has its own workspaces: calls from several threads run in parallel (the
-    loop releases the GIL; a repartition takes it for ``ld.partition``)."""
+    ``repartition`` and ``independent``: ``ld.simulate``'s, for ``mode="partitioning"``;
+    ``progress(t, t_end)``: called every ``POLL_STEPS`` steps and at the end.  On the main
+    thread Ctrl-C stops the loop at its next call back: ``SimulationInterrupted`` with
+    the outputs so far and the last accepted state (as the Python loop's).  Each call has
+    its own workspaces: calls from several threads run in parallel (the loop releases the
+    GIL; a repartition or a call back takes it)."""
     wall0 = time.perf_counter()
     nv, m = model.nv, model.m
     d = Data(model, dense=True)
@@ -957,15 +1030,15 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     opts = np.array(
         [
             float(INTEGRATORS.index(integrator)), a["dt"] or 0.0, a["rtol"], a["atol"],
-            a["max_step"], float(project), a["constraint_tol"], float(max_steps),
+            a["max_step"], float(project), a["constraint_tol"], float(max_steps), 0.0,
         ]
     )  # fmt: skip
     gains = np.array([*a["gains"], float(mode == "baumgarte" and m > 0)])
     act = np.array(model.actuated, dtype=np.int64)  # writable: CONTROLLER's int64[::1]
     no = np.zeros(0, dtype=np.int64)
-    ps = np.array([0.0, a["constraint_tol"], 0.0, 0.0, 0.0, 0.0, 0.0])
+    key = next(_KEYS)
+    ps = np.array([0.0, a["constraint_tol"], 0.0, 0.0, 0.0, float(key), 0.0])
     P = (no, no.copy(), no.copy(), np.zeros(nv), np.zeros(nv), np.zeros((0, 0)), ps)
-    key = None
     if mode == "partitioning" and m > 0:
         # the initial partition as the Python loop chooses it, on a workspace of its own
         sy = System(
@@ -976,10 +1049,9 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
             sy.start(q, v)
         except (LoopdynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
             return None
-        key = next(_KEYS)
         _SYSTEMS[key] = sy
         ind, dep, rows = (np.array(x, dtype=np.int64) for x in (sy.ind, sy.dep, sy.rows))
-        ps[2:6] = 1.0, sy.orientation, a["repartition_cond"] if repartition else 0.0, key
+        ps[2:5] = 1.0, sy.orientation, a["repartition_cond"] if repartition else 0.0
         P = (ind, dep, rows, np.zeros(nv), np.zeros(nv), np.empty((dep.size, ind.size)), ps)
     if callable(tau):
         try:
@@ -997,13 +1069,21 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     )
     stats = np.zeros(6)
     y0 = np.concatenate([q, v])
+    poll = _POLLS[key] = _Poll(progress, float(t_out[-1]))
+    opts[8] = float(poll.arm() or progress is not None)
     try:
         fn = dynamics.method_pointer(method)
         out = loop(fn, system, y0, t_out, opts, bool(monitor and m > 0), O, stats)
     except (ArithmeticError, ValueError, np.linalg.LinAlgError):
         return None
     finally:
+        poll.disarm()
         _SYSTEMS.pop(key, None)
+        _POLLS.pop(key, None)
+    if poll.error is not None:
+        raise poll.error
+    if out == STOPPED or poll.interrupted:
+        raise _interrupted(model, method, tau, mode, a, independent, integrator, O, stats, P, wall0)
     if out != DONE or not np.all(np.isfinite(O[7])):
         # an output whose method call failed (condition inf): the Python loop records
         # it through ld.forward_dynamics's rank re-detection and fallback instead
@@ -1015,6 +1095,8 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
         steps=int(stats[0]), nfev=int(stats[1]), projections=int(stats[2]), repartitions=reps,
         restarts=int(stats[5]), wall_time=time.perf_counter() - wall0, compiled=True,
     )  # fmt: skip
+    if progress is not None:
+        progress(float(t_out[-1]), float(t_out[-1]))
     return Trajectory(
         t=t_out.copy(),
         q=Y[:, :nv].copy(),
@@ -1037,3 +1119,45 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
         message="completed",
         model=model,
     )
+
+
+def _interrupted(model, method, tau, mode, a, independent, integrator, O, stats, P, wall0):
+    """``SimulationInterrupted`` for a compiled run stopped by Ctrl-C: the outputs it wrote,
+    then the last accepted state (P[3], P[4] at time stats[4]) evaluated by the Python
+    loop's ``evaluate_trajectory``, as ``_Run.fail`` does."""
+    nv, m, k = model.nv, model.m, int(stats[3])
+    t, q, v = float(stats[4]), P[3].copy(), P[4].copy()
+    system = System(
+        model, method, tau_function(model, tau), mode, a["gains"], a["constraint_tol"],
+        Data(model, dense=True), independent,
+    )  # fmt: skip
+    cond = system.condition(q)
+    message = (
+        f"{model.name}: interrupted (Ctrl-C); stopped at t = {t:.6g} s "
+        f"(condition number {cond:.3g})"
+    )
+    Y, QDD, LAM, TAU, RP, RV, EN, COND, REP = O
+    st = dict(
+        steps=int(stats[0]), nfev=int(stats[1]), projections=int(stats[2]),
+        repartitions=[(float(r[0]), r[1:].astype(int).tolist()) for r in REP[: int(P[6][6])]],
+        restarts=int(stats[5]), wall_time=time.perf_counter() - wall0, compiled=True,
+    )  # fmt: skip
+    t_out = a["t_out"]
+    last = evaluate_trajectory(
+        system, [t], [q], [v], st, integrator, a["rtol"], a["atol"], False, ""
+    )
+    extra = 1 if k == 0 or t > t_out[k - 1] else 0
+
+    def rows(x, y):
+        return np.concatenate([x[:k], y[:extra]])
+
+    traj = Trajectory(
+        t=rows(t_out, last.t), q=rows(Y[:, :nv], last.q), v=rows(Y[:, nv:], last.v),
+        qdd=rows(QDD, last.qdd), lam=rows(LAM[:, :m], last.lam), tau=rows(TAU, last.tau),
+        residual_position=rows(RP, last.residual_position),
+        residual_velocity=rows(RV, last.residual_velocity), energy=rows(EN, last.energy),
+        condition=rows(COND, last.condition), model_name=model.name, method=method,
+        integrator=integrator, stabilization=mode, rtol=float(a["rtol"]),
+        atol=float(a["atol"]), stats=st, completed=False, message=message, model=model,
+    )  # fmt: skip
+    return SimulationInterrupted(message, trajectory=traj, t=t, q=q, v=v, condition=cond)

@@ -48,13 +48,18 @@ from loopdyn.errors import (
     SimulationSingularityError,
     SingularityError,
 )
-from loopdyn.kinematics.closures import closure_residual, constraints
+from loopdyn.kinematics.closures import closure_residual
 from loopdyn.methods import dynamics
 from loopdyn.methods.rcr import independent_columns
 from loopdyn.sim import compiled as compiled_loop
 from loopdyn.sim.integrators import INTEGRATORS, IntegratorFailure, RK4Stepper, ScipyStepper
-from loopdyn.sim.stabilization import STABILIZATIONS, MobilityChange, System, tau_function
-from loopdyn.sim.trajectory import Trajectory
+from loopdyn.sim.stabilization import (
+    STABILIZATIONS,
+    MobilityChange,
+    System,
+    evaluate_trajectory,
+    tau_function,
+)
 from loopdyn.validation import configuration, vector
 
 MAX_OUTPUTS = 10_000_000  # output times: each holds a full state and its dynamics
@@ -167,10 +172,11 @@ def simulate(
       docstring); ``"pass"`` integrates on through it.
       ``max_steps``: the largest number of integrator steps (a
       ``SimulationError`` with the trajectory so far beyond it).
-      ``progress(t, t_end)``: called after every step.
+      ``progress(t, t_end)``: called after every step (the compiled loop: every
+      ``loopdyn.sim.compiled.POLL_STEPS`` steps) and at ``t_end``.
       ``compiled``: None (default) runs the loop inside compiled code when it applies
       (τ None, constant or a ``@numba.njit`` controller, ``"RK4"``, ``"RK45"`` or
-      ``"DOP853"``, any stabilization, no spherical/free joints, no ``progress``; see
+      ``"DOP853"``, any stabilization, no spherical/free joints; see
       ``loopdyn.sim.compiled``), else the Python loop; ``True`` the same but a
       ``ValueError`` saying why when it does not apply; ``False`` the Python loop.
       Whatever the compiled loop cannot finish is redone by the Python loop.
@@ -217,13 +223,13 @@ def simulate(
     t_out = a["t_out"]
     mode = stabilization if model.m else "none"
     if compiled is not False and data is None:
-        why = compiled_loop.eligible(model, tau, integrator, mode, progress)
+        why = compiled_loop.eligible(model, tau, integrator, mode)
         if why is None and method == "rcr" and independent is not None and model.m:
             why = "independent= with method='rcr' (the compiled loop uses RCR's own choice)"
         if why is None:
             traj = compiled_loop.run(
                 model, q, v, tau, method, integrator, mode, a, singularities == "stop", max_steps,
-                repartition, independent,
+                repartition, independent, progress,
             )  # fmt: skip
             if traj is not None:
                 return traj
@@ -361,7 +367,7 @@ class _Run:
             self.fail(SimulationError, _named(model, f"{type(e).__name__}: {e}"), e)
 
     def trajectory(self, completed, message):
-        return _trajectory(
+        return evaluate_trajectory(
             self.system, self.T, self.Q, self.V, self.stats, self.integrator, self.rtol,
             self.atol, completed, message,
         )  # fmt: skip
@@ -487,65 +493,3 @@ class _Run:
 
 
 # -------------------------------------------------------- post-processing
-def _trajectory(system, T, Q, V, stats, integrator, rtol, atol, completed, message):
-    """Evaluate q̈, λ, τ, residuals and energy at the recorded states."""
-    from loopdyn.analysis.energy import total_energy
-
-    model, d = system.model, system.data
-    n = len(T)
-    nv, m = model.nv, model.m
-    qdd = np.full((n, nv), np.nan)
-    lam = np.full((n, m), np.nan)
-    tau = np.zeros((n, nv))
-    rp = np.zeros(n)
-    rv = np.zeros(n)
-    energy = np.zeros(n)
-    cond = np.ones(n)
-    for i in range(n):
-        q, v = Q[i], V[i]
-        try:
-            tau[i] = system.tau_fn(T[i], q, v)
-        except Exception:  # a failing controller: keep the state, mark τ unknown
-            tau[i] = np.nan
-        try:
-            res = dynamics.forward_dynamics(
-                model, q, v, tau[i], method=system.method, data=d, **system.fd_options
-            )
-            qdd[i] = res.qdd
-            if res.lam is not None and m:
-                lam[i] = res.lam
-            cond[i] = res.condition
-            if system.mode == "baumgarte" and m:
-                da, dl = system.baumgarte(q, v)
-                qdd[i] += da
-                lam[i] += dl
-        except (LoopdynError, ValueError, ArithmeticError, np.linalg.LinAlgError):
-            cond[i] = np.inf
-        if m:
-            Phi, J, _ = constraints(model, q, data=d)
-            rp[i] = np.abs(Phi).max()
-            rv[i] = np.abs(J @ v).max()
-        energy[i] = total_energy(model, q, v, data=d)
-    stats = dict(stats)
-    return Trajectory(
-        t=np.asarray(T, dtype=float),
-        q=np.asarray(Q, dtype=float).reshape(n, model.nq),
-        v=np.asarray(V, dtype=float).reshape(n, nv),
-        qdd=qdd,
-        lam=lam,
-        tau=tau,
-        residual_position=rp,
-        residual_velocity=rv,
-        energy=energy,
-        condition=cond,
-        model_name=model.name,
-        method=system.method,
-        integrator=integrator,
-        stabilization=system.mode,
-        rtol=float(rtol),
-        atol=float(atol),
-        stats=stats,
-        completed=completed,
-        message=message,
-        model=model,
-    )

@@ -15,6 +15,7 @@ from loopdyn.kinematics.configuration import integrate
 from loopdyn.methods import dynamics
 from loopdyn.sim.charts import Chart
 from loopdyn.sim.partitioning import partition_kernel
+from loopdyn.sim.trajectory import Trajectory
 from loopdyn.tree import crba
 
 STABILIZATIONS = ("none", "baumgarte", "projection", "partitioning")
@@ -350,3 +351,68 @@ class System:
             return float(np.linalg.cond(J[rows] @ J[rows].T)) ** 0.5
         except (np.linalg.LinAlgError, ValueError, LoopdynError):
             return np.inf
+
+
+def evaluate_trajectory(system, T, Q, V, stats, integrator, rtol, atol, completed, message):
+    """The :class:`Trajectory` of ``system`` at the states (T, Q, V): q̈, λ, τ, residuals
+    and energy evaluated there (a failed evaluation: NaN q̈/λ, condition inf)."""
+    from loopdyn.analysis.energy import total_energy
+
+    model, d = system.model, system.data
+    n = len(T)
+    nv, m = model.nv, model.m
+    qdd = np.full((n, nv), np.nan)
+    lam = np.full((n, m), np.nan)
+    tau = np.zeros((n, nv))
+    rp = np.zeros(n)
+    rv = np.zeros(n)
+    energy = np.zeros(n)
+    cond = np.ones(n)
+    for i in range(n):
+        q, v = Q[i], V[i]
+        try:
+            tau[i] = system.tau_fn(T[i], q, v)
+        except Exception:  # a failing controller: keep the state, mark τ unknown
+            tau[i] = np.nan
+        try:
+            res = dynamics.forward_dynamics(
+                model, q, v, tau[i], method=system.method, data=d, **system.fd_options
+            )
+            qdd[i] = res.qdd
+            if res.lam is not None and m:
+                lam[i] = res.lam
+            cond[i] = res.condition
+            if system.mode == "baumgarte" and m:
+                da, dl = system.baumgarte(q, v)
+                qdd[i] += da
+                lam[i] += dl
+        except (LoopdynError, ValueError, ArithmeticError, np.linalg.LinAlgError):
+            cond[i] = np.inf
+        if m:
+            Phi, J, _ = constraints(model, q, data=d)
+            rp[i] = np.abs(Phi).max()
+            rv[i] = np.abs(J @ v).max()
+        energy[i] = total_energy(model, q, v, data=d)
+    stats = dict(stats)
+    return Trajectory(
+        t=np.asarray(T, dtype=float),
+        q=np.asarray(Q, dtype=float).reshape(n, model.nq),
+        v=np.asarray(V, dtype=float).reshape(n, nv),
+        qdd=qdd,
+        lam=lam,
+        tau=tau,
+        residual_position=rp,
+        residual_velocity=rv,
+        energy=energy,
+        condition=cond,
+        model_name=model.name,
+        method=system.method,
+        integrator=integrator,
+        stabilization=system.mode,
+        rtol=float(rtol),
+        atol=float(atol),
+        stats=stats,
+        completed=completed,
+        message=message,
+        model=model,
+    )
