@@ -52,7 +52,8 @@ from loopdyn.kernels.numba_internals import (
     unliteral,
 )
 from loopdyn.kernels.views import handles
-from loopdyn.kinematics.closures import constraint_entry
+from loopdyn.kinematics.closures import closure_terms, constraint_entry
+from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods import dynamics
 from loopdyn.methods.dynamics import method_call
 from loopdyn.model.data import Data
@@ -520,7 +521,9 @@ def _record(fn, S, k, t, y, O, u):
             QDD[k, i] = np.nan
         for a in range(LAM.shape[1]):
             LAM[k, a] = np.nan
-    constraint_entry(ctx, as_input(q), as_input(v[:0]), True)
+    # one kinematics pass with velocities: Φ, J (no γ), and V, Xw for the energy
+    fk_kernel(m, d, as_input(q), as_input(v))
+    closure_terms(m, d, as_input(q), unliteral(False), unliteral(True))
     rp = rv = 0.0
     for a in range(m.nr):
         rp = max(rp, abs(d.Phi[a]))
@@ -530,7 +533,6 @@ def _record(fn, S, k, t, y, O, u):
         rv = max(rv, abs(s))
     RP[k], RV[k] = rp, rv
     # kinetic ½ Σ Vᵢᵀ Iᵢ Vᵢ (body frames) and potential -Σ mᵢ g·cᵢ (world)
-    constraint_entry(ctx, as_input(q), as_input(v), False)
     e = 0.0
     for b in range(m.nb):
         I = m.inertia[b]
