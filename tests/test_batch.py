@@ -139,3 +139,75 @@ def test_inverse_batch_equals_single_calls(four_bar):
     assert res.failed.tolist() == [1] and np.all(np.isnan(res.tau[1]))
     with pytest.raises(ld.SingularityError, match="indices 1"):
         ld.inverse_dynamics_batch(model, Q[:4], V[:4], bad)
+
+
+def _ctrl_c_after(monkeypatch, name, calls):
+    """Replace ``loopdyn.batch.<name>`` by the same compiled call followed, at its
+    ``calls``-th call, by a KeyboardInterrupt (a Ctrl-C delivered as it returns)."""
+    real = getattr(ld.batch, name)
+    count = [0]
+
+    def wrapped(*args):
+        real(*args)
+        count[0] += 1
+        if count[0] == calls:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(ld.batch, name, wrapped)
+
+
+@pytest.mark.parametrize(
+    "kind, compiled", [("fd", "_fd_serial"), ("aba", "_tree_chunks"), ("inv", "_inverse_chunks")]
+)
+def test_ctrl_c_stops_a_batch_between_blocks_and_keeps_the_finished_rows(
+    four_bar, monkeypatch, kind, compiled
+):
+    """BLOCK = 8: a Ctrl-C as the third block returns leaves the first two blocks as results
+    (equal to the uninterrupted batch), the rest INTERRUPTED and NaN; BatchInterrupted is
+    a KeyboardInterrupt."""
+    model, Q, V, TAU = four_bar
+    fd = ld.forward_dynamics_batch(model, Q, V, TAU)
+
+    def call():
+        if kind == "fd":
+            return ld.forward_dynamics_batch(model, Q, V, TAU, threads=1)
+        if kind == "aba":
+            return ld.aba_batch(model, Q, V, TAU, threads=1)
+        return ld.inverse_dynamics_batch(model, Q, V, fd.qdd, threads=1)
+
+    full = call()
+    monkeypatch.setattr(ld.batch, "BLOCK", 8)
+    _ctrl_c_after(monkeypatch, compiled, 3)
+    with pytest.raises(ld.BatchInterrupted, match="16 of 40 states done") as e:
+        call()
+    assert isinstance(e.value, KeyboardInterrupt)
+    res = e.value.result
+    np.testing.assert_array_equal(res.out[:16], full.out[:16])
+    np.testing.assert_array_equal(res.status[:16], full.status[:16])
+    assert np.all(res.status[16:] == ld.batch.INTERRUPTED) and np.all(np.isnan(res.out[16:]))
+    if res.lam is not None:
+        assert np.all(np.isnan(res.lam[16:]))
+
+
+def test_ctrl_c_during_the_single_call_fallbacks(four_bar, monkeypatch):
+    """Elements the fast path left to the single-call path: those not reached when Ctrl-C
+    comes are INTERRUPTED, not failures."""
+    model, Q, V, TAU = four_bar
+    Q2 = Q.copy()
+    Q2[[3, 5, 7], 0] = np.nan  # three elements for the checked path
+    real = ld.batch.dynamics.forward_dynamics
+    seen = []
+
+    def fd(model, q, *a, **k):
+        if not np.isfinite(q).all():
+            seen.append(1)
+            if len(seen) == 2:
+                raise KeyboardInterrupt
+        return real(model, q, *a, **k)
+
+    monkeypatch.setattr(ld.batch.dynamics, "forward_dynamics", fd)
+    with pytest.raises(ld.BatchInterrupted, match="38 of 40 states done") as e:
+        ld.forward_dynamics_batch(model, Q2, V, TAU)
+    st = e.value.result.status
+    assert st[3] == NONFINITE_INPUT and st[5] == st[7] == ld.batch.INTERRUPTED
+    assert np.all(st[[i for i in range(40) if i not in (3, 5, 7)]] > 0)

@@ -33,6 +33,7 @@ from loopdyn.batch import (
 from loopdyn.errors import (
     ActuationError,
     AssemblyError,
+    BatchInterrupted,
     LoopdynError,
     ModelError,
     SimulationError,
@@ -88,6 +89,7 @@ __all__ = [
     "GROUND",
     "ActuationError",
     "AssemblyError",
+    "BatchInterrupted",
     "BatchResult",
     "Data",
     "Fixed",

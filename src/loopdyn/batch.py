@@ -17,6 +17,11 @@ the single calls element by element; an element that still fails keeps a negativ
 status and its rows of ``qdd`` / ``lam`` are NaN.  By default a
 :class:`loopdyn.SingularityError` (or ``ValueError`` for non-finite inputs) then
 lists the failing indices; ``on_error="report"`` returns the result instead.
+
+The rows run in blocks of ``BLOCK`` states, one compiled call each, so that Ctrl-C
+(which compiled code does not see) stops a long batch between two blocks: a
+:class:`loopdyn.BatchInterrupted` (a ``KeyboardInterrupt``) then carries the
+``BatchResult`` with every finished element and ``INTERRUPTED`` for the others.
 """
 
 from dataclasses import dataclass
@@ -26,7 +31,7 @@ import numpy as np
 from numba import njit, prange
 
 from loopdyn.analysis.inverse import _indices
-from loopdyn.errors import LoopdynError, SingularityError
+from loopdyn.errors import BatchInterrupted, LoopdynError, SingularityError
 from loopdyn.kernels.numba_internals import as_input
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import constraint_entry
@@ -40,6 +45,8 @@ from loopdyn.validation import scalar
 OK = 0.0
 FAILED = -1.0  # singular (aba: an articulated inertia; inverse: the actuators cannot do it)
 NOT_FINITE = -3.0  # the inputs hold NaN/inf (or the element's result is not finite)
+INTERRUPTED = -9.0  # every batch: Ctrl-C stopped the batch before this element was done
+BLOCK = 1 << 14  # states per compiled call (~10-50 ms): Ctrl-C is seen between two
 
 
 @dataclass
@@ -51,7 +58,8 @@ class BatchResult:
     are none; ``ForwardDynamicsResult``'s convention), ``status`` (N,) per element:
     > 0 (forward dynamics: the quality, 1 / ``ForwardDynamicsResult.condition``) or 0
     (the others) when the row is a result, < 0 when it failed (``methods.common``'s
-    statuses for forward dynamics; ``FAILED`` / ``NOT_FINITE`` otherwise).
+    statuses for forward dynamics; ``FAILED`` / ``NOT_FINITE`` otherwise; ``INTERRUPTED``
+    for the elements a Ctrl-C left undone, see :class:`loopdyn.BatchInterrupted`).
     ``failed``: the indices of the failed elements; ``fallbacks``: how many elements
     took the single-call path.
     """
@@ -223,6 +231,45 @@ def _nchunks(n, threads):
     return max(1, min(t, n // MIN_CHUNK))
 
 
+def _blocks(n, run):
+    """``run(lo, hi)`` over [0, n) in blocks of ``BLOCK`` rows.  Returns (rows done,
+    interrupted): a ``KeyboardInterrupt`` (Ctrl-C) between two blocks stops it, the
+    block in flight counted as not done."""
+    done = 0
+    try:
+        while done < n:
+            hi = min(n, done + BLOCK)
+            run(done, hi)
+            done = hi
+    except KeyboardInterrupt:
+        return done, True
+    return n, False
+
+
+def _redo(indices, one):
+    """``one(i)`` for each index (the single-call path of failed elements); returns the
+    indices a Ctrl-C left undone (empty if none came)."""
+    for k, i in enumerate(indices):
+        try:
+            one(i)
+        except KeyboardInterrupt:
+            return indices[k:]
+    return indices[:0]
+
+
+def _interrupted(model, res, undone, what):
+    """``BatchInterrupted`` carrying ``res`` with the ``undone`` rows marked."""
+    res.status[undone] = INTERRUPTED
+    res.out[undone] = np.nan
+    if res.lam is not None:
+        res.lam[undone] = np.nan
+    n = res.status.size
+    k = n - int(np.count_nonzero(res.status == INTERRUPTED))
+    return BatchInterrupted(
+        f"{model.name}: {what} interrupted (Ctrl-C) with {k} of {n} states done", result=res
+    )
+
+
 def _finish(model, res, on_error, what):
     """Raise for failed elements unless ``on_error == "report"``."""
     if on_error not in ("raise", "report"):
@@ -268,17 +315,24 @@ def forward_dynamics_batch(
     ST = np.full(n, SINGULAR)
     dynamics.check_method(model, method, model.create_data())
     bound = _bound(model, method, Q, V, TAU)
+    done, stopped = n, False
     if bound is not None and n:
         call = bound[0]
         ctx, pb = dynamics.bound_buffers(call)
-        nc = _nchunks(n, threads)
+        nc = _nchunks(min(n, BLOCK), threads)
         run = _fd_serial if nc == 1 else _fd_parallel
         fn = dynamics.method_pointer(method)
-        run(fn, _copies(ctx, nc), _copies(pb, nc), Q, V, TAU, QDD, LAM, ST)
-    redo = np.flatnonzero(~(ST > 0.0))
-    # the single-call path (rank re-detection, fallback, its errors), each on a fresh
-    # Data so that no element depends on another's rank detection
-    for i in redo:
+        CTX, PB = _copies(ctx, nc), _copies(pb, nc)
+
+        def block(lo, hi):
+            run(fn, CTX, PB, Q[lo:hi], V[lo:hi], TAU[lo:hi], QDD[lo:hi], LAM[lo:hi], ST[lo:hi])
+
+        done, stopped = _blocks(n, block)
+    redo = np.flatnonzero(~(ST[:done] > 0.0))
+
+    def one(i):
+        # the single-call path (rank re-detection, fallback, its errors), each on a fresh
+        # Data so that no element depends on another's rank detection
         try:
             r = dynamics.forward_dynamics(
                 model, Q[i], V[i], TAU[i], method=method, data=model.create_data()
@@ -291,10 +345,16 @@ def forward_dynamics_batch(
             QDD[i] = r.qdd
             LAM[i] = r.lam
             ST[i] = 1.0 / r.condition  # the quality
-            continue
+            return
         QDD[i] = np.nan
         LAM[i] = np.nan
-    return _finish(model, BatchResult(QDD, LAM, ST, redo.size), on_error, "forward dynamics")
+
+    undone = _redo(redo, one)
+    res = BatchResult(QDD, LAM, ST, redo.size)
+    if stopped or undone.size:
+        rest = np.concatenate([undone, np.arange(done, n)])
+        raise _interrupted(model, res, rest, "forward dynamics")
+    return _finish(model, res, on_error, "forward dynamics")
 
 
 def _bound(model, method, Q, V, TAU):
@@ -336,11 +396,18 @@ def _tree(model, Q, V, X, inverse, on_error, threads):
     X = _rows(model, X, n, nv, "A" if inverse else "TAU")
     out = np.full((n, nv), np.nan)
     st = np.full(n, -2, dtype=np.int64)
+    done, stopped = n, False
     if n:
-        nc = _nchunks(n, threads)
-        _tree_chunks(inverse, _copies(model.data.ctx, nc), Q, V, X, out, st)
+        CTX = _copies(model.data.ctx, _nchunks(min(n, BLOCK), threads))
+
+        def block(lo, hi):
+            _tree_chunks(inverse, CTX, Q[lo:hi], V[lo:hi], X[lo:hi], out[lo:hi], st[lo:hi])
+
+        done, stopped = _blocks(n, block)
     status = np.where(st == -1, OK, FAILED)
-    for i in np.flatnonzero(st != -1):  # the checked path says why
+    redo = np.flatnonzero(st[:done] != -1)
+
+    def one(i):  # the checked path says why
         try:
             out[i] = (rnea if inverse else aba)(model, Q[i], V[i], X[i])
             status[i] = OK
@@ -350,8 +417,13 @@ def _tree(model, Q, V, X, inverse, on_error, threads):
             status[i] = FAILED
         if status[i] != OK:
             out[i] = np.nan
-    res = BatchResult(out, None, status, int(np.count_nonzero(st != -1)))
-    return _finish(model, res, on_error, "rnea" if inverse else "aba")
+
+    undone = _redo(redo, one)
+    res = BatchResult(out, None, status, redo.size)
+    what = "rnea" if inverse else "aba"
+    if stopped or undone.size:
+        raise _interrupted(model, res, np.concatenate([undone, np.arange(done, n)]), what)
+    return _finish(model, res, on_error, what)
 
 
 def inverse_dynamics_batch(
@@ -376,18 +448,34 @@ def inverse_dynamics_batch(
     tau = np.full((n, nv), np.nan)
     lam = np.full((n, m), np.nan)
     st = np.full(n, FAILED)
+    done, stopped = n, False
     if n:
-        nc = _nchunks(n, threads)
         ctx = model.data.ensure_dense().ctx if m else model.data.ctx
-        _inverse_chunks(_copies(ctx, nc), Q, V, QDD, act, tol, closure_tol, tau, lam, st)
-    redo = np.flatnonzero(st == -2.0)
-    for i in redo:  # the checked path says why
+        CTX = _copies(ctx, _nchunks(min(n, BLOCK), threads))
+
+        def block(lo, hi):
+            _inverse_chunks(
+                CTX, Q[lo:hi], V[lo:hi], QDD[lo:hi], act, tol, closure_tol, tau[lo:hi],
+                lam[lo:hi], st[lo:hi],
+            )  # fmt: skip
+
+        done, stopped = _blocks(n, block)
+    redo = np.flatnonzero(st[:done] == -2.0)
+
+    def one(i):  # the checked path says why
         try:
             rnea(model, Q[i], V[i], QDD[i])
         except ValueError:
             st[i] = NOT_FINITE
-    st[redo[st[redo] == -2.0]] = FAILED
-    return _finish(model, BatchResult(tau, lam, st, redo.size), on_error, "inverse dynamics")
+        else:
+            st[i] = FAILED
+
+    undone = _redo(redo, one)
+    res = BatchResult(tau, lam, st, redo.size)
+    if stopped or undone.size:
+        rest = np.concatenate([undone, np.arange(done, n)])
+        raise _interrupted(model, res, rest, "inverse dynamics")
+    return _finish(model, res, on_error, "inverse dynamics")
 
 
 __all__ = [

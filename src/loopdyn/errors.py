@@ -62,3 +62,14 @@ class SimulationInterrupted(KeyboardInterrupt):
         self.q = q
         self.v = v
         self.condition = condition
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """A batched call (``ld.forward_dynamics_batch``, ``aba_batch``, ``rnea_batch``,
+    ``inverse_dynamics_batch``) was interrupted (Ctrl-C): still a ``KeyboardInterrupt``,
+    carrying what was computed, ``result`` (a ``BatchResult`` whose undone elements have
+    the status ``loopdyn.batch.INTERRUPTED`` and NaN rows)."""
+
+    def __init__(self, message, result=None):
+        super().__init__(message)
+        self.result = result
