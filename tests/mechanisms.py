@@ -501,11 +501,15 @@ class Oracle:
     only right answer is a ``SingularityError``); ``well`` True when consistent,
     cond < COND_WELL and the dropped directions are clean (gap < GAP_RTOL): then
     every method must answer; ``scale`` the size of the
-    accelerations in the problem, max(|q̈|∞, |M⁻¹(τ - h)|∞), that errors are
-    measured against (q̈ itself is 0 on a rigid structure, the free acceleration
-    is not); ``noise`` how far q̈ moves (relative to ``scale``) when M, h, J, γ
-    are perturbed entry by entry by 1e-15 relative, i.e. what the float64 data
-    themselves can resolve (near cond(M) · eps; above 1e-9 only for cond(M) ≳ 1e8).
+    accelerations in the problem, max(|q̈|∞, |M⁻¹(τ - h)|∞, |v|∞², |g|), that errors
+    are measured against (q̈ itself is 0 on a rigid structure, the free acceleration
+    is not; and where the velocity products or the gravity loads cancel, e.g. a spin
+    about a principal axis or a weight on the line of a hinge, h is their round-off,
+    which every method sums in its own order: |v|² and |g| are the acceleration
+    scales of those terms, as |v|² in the consistency test below); ``noise`` how far
+    q̈ moves (relative to ``scale``) when M, h, J, γ are perturbed entry by entry by
+    1e-15 relative, i.e. what the float64 data themselves can resolve (near
+    cond(M) · eps; above 1e-9 only for cond(M) ≳ 1e8).
     """
 
     qdd: np.ndarray
@@ -539,7 +543,9 @@ def dense_oracle(model, q, v, tau, seed=0):
     qdd, g = _refined(M, f, J, gamma)
     ev = np.linalg.eigvalsh(M)
     free = np.abs(np.linalg.solve(M, f)).max(initial=0.0)
-    scale = max(np.abs(qdd).max(initial=0.0), free, 1e-300)
+    vv = np.abs(v).max(initial=0.0) ** 2
+    gg = float(np.linalg.norm(model.gravity))
+    scale = max(np.abs(qdd).max(initial=0.0), free, vv, gg, 1e-300)
     rng = np.random.default_rng(seed)
     noise = 0.0
     for _ in range(2):
@@ -552,7 +558,6 @@ def dense_oracle(model, q, v, tau, seed=0):
         qp, _ = _refined(Mp, tau - jiggle(h), jiggle(J), jiggle(gamma), steps=1)
         noise = max(noise, float(np.abs(qp - qdd).max(initial=0.0) / scale))
     # the size of J q̈ and γ: velocity products |v|² set γ's round-off where J is ~0
-    vv = np.abs(v).max(initial=0.0) ** 2
     cscale = max(np.abs(J).max(initial=0.0) * scale, np.abs(gamma).max(initial=0.0), vv)
     consistent = np.abs(J @ qdd - gamma).max(initial=0.0) <= CONSISTENT_RTOL * max(cscale, 1e-300)
     well = bool(consistent and g.cond < COND_WELL and g.gap < GAP_RTOL)

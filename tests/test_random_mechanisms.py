@@ -320,6 +320,55 @@ def test_a_ball_closure_on_a_hinge_centre_is_vacuous_while_it_moves(method):
     np.testing.assert_allclose(res.qdd, ld.aba(model, q, v, tau), rtol=1e-12, atol=1e-12)
 
 
+def _spinning_hinges():
+    """Hinges spinning about their common x axis, isotropic first body, a vacuous ball
+    closure (hypothesis, seed 20261127): velocity products of size |v|² = 100 cancel."""
+    b = ld.ModelBuilder("spin", gravity=(0.0, 0.0, -9.81))
+    b.add_body("b0", "ground", ld.Revolute("x"), mass=1.0, inertia=(1 / 6, 1 / 6, 1 / 6))
+    thin = (0.0026041666666666665, 0.08463541666666666, 0.08463541666666666)
+    b.add_body("b1", "b0", ld.Revolute("x"), rpy=(0.0, 0.0, 1.0), mass=1.0, inertia=thin)
+    b.add_body("b2", "b1", ld.Revolute("x"), mass=1.0, inertia=thin)
+    b.add_frame("c0_a", "b0")
+    b.add_frame("c0_b", "b1", rpy=(0.3, -0.8, 0.5))
+    b.add_closure("c0", "c0_a", "c0_b", "ball")
+    return b.build(), np.array([0.0, 1.0, 0.0]), np.array([10.0, 0.0, 0.0]), 100.0
+
+
+def _weight_on_a_hinge_line():
+    """A weight on the line of the hinges' axis at rest, a vacuous ball closure
+    (hypothesis, seed 20261127): gravity loads of size |g| = 9.81 cancel."""
+    inertia = (1 / 6, 1 / 6, 1 / 6)
+    b = ld.ModelBuilder("weight", gravity=(0.0, 0.0, -9.81))
+    b.add_body("b0", "ground", ld.Revolute("z"), mass=1.0, inertia=inertia)
+    b.add_body("b1", "b0", ld.Fixed(), mass=1.0, inertia=inertia)
+    b.add_body("b2", "b1", ld.Revolute("x"), mass=1.0, inertia=inertia)
+    b.add_body("b3", "b2", ld.Revolute("z"), xyz=(0.0, 0.0, 0.5), rpy=(0.0625, 0.0, 0.0),
+               mass=1.0, inertia=inertia)  # fmt: skip
+    b.add_frame("c0_a", "b0")
+    b.add_frame("c0_b", "b1")
+    b.add_closure("c0", "c0_a", "c0_b", "ball")
+    return b.build(), np.zeros(3), np.zeros(3), 9.81
+
+
+@pytest.mark.parametrize("case", [_spinning_hinges, _weight_on_a_hinge_line])
+def test_cancelling_loads_are_judged_against_their_size(case):
+    """q̈ = 0 but for the round-off of loads that cancel (h ~ 1e-16), which each method
+    sums in its own order: relative to |q̈| ~ 1e-16 the methods differed by 100 %
+    ('silent wrong answers' of the judge, found by hypothesis); the oracle's scale now
+    includes the size of those loads' accelerations (|v|², |g|), and every method's q̈
+    is the tree's to 1e-15 absolute."""
+    model, q, v, expected_scale = case()
+    tau = np.zeros(model.nv)
+    o = mx.dense_oracle(model, q, v, tau)
+    assert o.scale == expected_scale and np.abs(o.qdd).max() < 1e-12
+    tree = ld.aba(model, q, v, tau)
+    for method in mx.METHODS:
+        out = mx.judge(mx.Mechanism(model, q, v, tau, []), method, o, data=model.create_data())
+        assert out.kind == mx.AGREES, (method, out)
+        qdd = ld.forward_dynamics(model, q, v, tau, method=method).qdd
+        np.testing.assert_allclose(qdd, tree, rtol=0.0, atol=1e-15)
+
+
 @pytest.mark.parametrize(
     "method",
     [m for m in mx.METHODS],
