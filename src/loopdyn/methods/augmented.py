@@ -6,12 +6,21 @@
 solved densely by LU with partial pivoting on the independent rows of J.  This is
 the oracle every other method is tested against.
 
+The rows of J (and γ) enter K scaled by powers of two, s_a = 2^-e with
+max_j |J_aj| = f 2^e, f in [0.5, 1) (exact in floating point), and λ = S μ is
+recovered from the solution μ of the scaled system: a closure whose rows are tiny
+(a ball joint 1e-17 m, or 1e-165 m, off its hinge axes: rows that are independent
+but of that size) would otherwise give J M⁻¹ Jᵀ pivots below the tolerance, or
+underflow, and a ``SingularityError`` where the scaled system is well conditioned.
+
 When the LU pivot ratio is below ``REFINE_LU_RATIO`` (J M⁻¹ Jᵀ conditioned ~1e11 and
 worse: the first solve may be off by ~1e-7 relative) the answer is refined as SLM's:
 the residual of the equations of motion (RNEA with λ's loads, O(n)) and of J q̈ = γ
 is solved again with the LU factors already in ``d.K``, O((n + m)²) a step, until the
 correction is at rounding level; corrections that grow return ``INACCURATE``.
 """
+
+import math
 
 from numba import njit, types
 
@@ -43,6 +52,7 @@ def augmented_kernel(m, d, q, v, tau, qdd, lam):
     """
     n, r = m.nv, d.nrows
     K, rhs, rows = d.K, d.rhs, d.rows
+    sc = d.lam  # the rows' scales s_a (free scratch here; read by ``refine``)
     system_terms(m, d, q, v, tau, unliteral(True))
     # the size of the accelerations the solve combines, ~ (|φ| + |J|·|λ|) / M_ii,min
     mmin = 1e300
@@ -53,14 +63,22 @@ def augmented_kernel(m, d, q, v, tau, qdd, lam):
         for j in range(n):
             K[i, j] = d.M[i, j]
         rhs[i] = d.phi[i]
+    jmax = 0.0
     for a in range(r):
         ra = rows[a]
+        jm = 0.0
         for j in range(n):
-            K[n + a, j] = d.J[ra, j]
-            K[j, n + a] = d.J[ra, j]
+            jm = max(jm, abs(d.J[ra, j]))
+        jmax = max(jmax, jm)
+        # 1 for a zero or non-finite row; at most 2^1000 (a subnormal row: no overflow)
+        s = math.ldexp(1.0, -max(math.frexp(jm)[1], -1000))
+        sc[a] = s
+        for j in range(n):
+            K[n + a, j] = s * d.J[ra, j]
+            K[j, n + a] = s * d.J[ra, j]
         for b in range(r):
             K[n + a, n + b] = 0.0
-        rhs[n + a] = d.gamma[ra]
+        rhs[n + a] = s * d.gamma[ra]
     ratio = lu_inplace(K, n + r, d.piv)
     if not ratio > PIVOT_TOL:
         d.diag[0] = ratio
@@ -68,11 +86,8 @@ def augmented_kernel(m, d, q, v, tau, qdd, lam):
     lu_solve(K, n + r, d.piv, rhs)
     for i in range(n):
         qdd[i] = rhs[i]
-    jmax = 0.0
     for a in range(r):
-        lam[a] = -rhs[n + a]
-        for j in range(n):
-            jmax = max(jmax, abs(d.J[rows[a], j]))
+        lam[a] = -rhs[n + a] * sc[a]  # λ = S μ
     ascale = (fscale + jmax * max_abs(lam[:r])) / mmin if mmin > 0.0 else 0.0
     d.diag[DIAG_REFINED] = 0.0
     if ratio < REFINE_LU_RATIO and refine(m, d, tau, qdd, lam, r, max(ascale, max_abs(qdd))) < 0:
@@ -84,17 +99,20 @@ def augmented_kernel(m, d, q, v, tau, qdd, lam):
 def refine(m, d, tau, qdd, lam, r, scale):
     """Iterative refinement of (q̈, λ) with the LU factors of eq. (10) in ``d.K``/``d.piv``:
     for the residuals r1 = τ + Jᵀλ - M q̈ - h and r2 = γ - J q̈ (``kkt_residual``) the
-    same system gives [δq̈; -δλ] (the unknown is [q̈; -λ]).  Returns the steps taken, or
-    -1 if the corrections grow."""
+    same system, rows scaled by ``d.lam`` (S), gives [δq̈; -δμ] for [r1; S r2] (the
+    unknown is [q̈; -μ]), and δλ = S δμ.  Returns the steps taken, or -1 if the
+    corrections grow."""
     n = m.nv
-    rhs = d.rhs  # free once q̈ and λ are read out of it
+    rhs, sc = d.rhs, d.lam  # rhs: free once q̈ and λ are read out of it
     dq, dl = rhs[:n], rhs[n : n + r]
     prev = 0.0
     for step in range(MAX_REFINE):
         kkt_residual(m, d, tau, qdd, lam, r, dq, dl)
+        for a in range(r):
+            dl[a] *= sc[a]
         lu_solve(d.K, n + r, d.piv, rhs)
         for a in range(r):
-            dl[a] = -dl[a]  # -δλ → δλ
+            dl[a] = -dl[a] * sc[a]  # -δμ → δλ
         code, prev = take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam)
         if code != REFINE_GO_ON:
             return code
