@@ -246,15 +246,22 @@ def _blocks(n, run):
     return n, False
 
 
-def _redo(indices, one):
-    """``one(i)`` for each index (the single-call path of failed elements); returns the
-    indices a Ctrl-C left undone (empty if none came)."""
-    for k, i in enumerate(indices):
+def _complete(model, res, redo, one, done, stopped, on_error, what):
+    """``one(i)`` (the single-call path) on the ``redo`` indices, then ``res`` through
+    ``_finish``; ``BatchInterrupted`` if a Ctrl-C stopped the blocks (``stopped``, at row
+    ``done``) or comes during ``one``."""
+    undone = redo[:0]
+    for k, i in enumerate(redo):
         try:
             one(i)
         except KeyboardInterrupt:
-            return indices[k:]
-    return indices[:0]
+            undone, stopped = redo[k:], True
+            break
+    if stopped:
+        raise _interrupted(
+            model, res, np.concatenate([undone, np.arange(done, res.status.size)]), what
+        )
+    return _finish(model, res, on_error, what)
 
 
 def _interrupted(model, res, undone, what):
@@ -349,12 +356,8 @@ def forward_dynamics_batch(
         QDD[i] = np.nan
         LAM[i] = np.nan
 
-    undone = _redo(redo, one)
     res = BatchResult(QDD, LAM, ST, redo.size)
-    if stopped or undone.size:
-        rest = np.concatenate([undone, np.arange(done, n)])
-        raise _interrupted(model, res, rest, "forward dynamics")
-    return _finish(model, res, on_error, "forward dynamics")
+    return _complete(model, res, redo, one, done, stopped, on_error, "forward dynamics")
 
 
 def _bound(model, method, Q, V, TAU):
@@ -418,12 +421,8 @@ def _tree(model, Q, V, X, inverse, on_error, threads):
         if status[i] != OK:
             out[i] = np.nan
 
-    undone = _redo(redo, one)
     res = BatchResult(out, None, status, redo.size)
-    what = "rnea" if inverse else "aba"
-    if stopped or undone.size:
-        raise _interrupted(model, res, np.concatenate([undone, np.arange(done, n)]), what)
-    return _finish(model, res, on_error, what)
+    return _complete(model, res, redo, one, done, stopped, on_error, "rnea" if inverse else "aba")
 
 
 def inverse_dynamics_batch(
@@ -470,12 +469,8 @@ def inverse_dynamics_batch(
         else:
             st[i] = FAILED
 
-    undone = _redo(redo, one)
     res = BatchResult(tau, lam, st, redo.size)
-    if stopped or undone.size:
-        rest = np.concatenate([undone, np.arange(done, n)])
-        raise _interrupted(model, res, rest, "inverse dynamics")
-    return _finish(model, res, on_error, "inverse dynamics")
+    return _complete(model, res, redo, one, done, stopped, on_error, "inverse dynamics")
 
 
 __all__ = [
