@@ -1090,13 +1090,8 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
         # an output whose method call failed (condition inf): the Python loop records
         # it through ld.forward_dynamics's rank re-detection and fallback instead
         return None
-    nrep = int(ps[6])
-    reps = [(float(r[0]), r[1:].astype(int).tolist()) for r in O[8][:nrep]]
     Y, QDD, LAM, TAU, RP, RV, EN, COND, _ = O
-    nst = dict(
-        steps=int(stats[0]), nfev=int(stats[1]), projections=int(stats[2]), repartitions=reps,
-        restarts=int(stats[5]), wall_time=time.perf_counter() - wall0, compiled=True,
-    )  # fmt: skip
+    nst = _run_stats(stats, O[8], ps, wall0)
     if progress is not None:
         progress(float(t_out[-1]), float(t_out[-1]))
     return Trajectory(
@@ -1123,6 +1118,16 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     )
 
 
+def _run_stats(stats, REP, ps, wall0):
+    """``Trajectory.stats`` of a compiled run from the loop's ``stats`` array and its
+    repartitions (the first ps[6] rows of REP)."""
+    return dict(
+        steps=int(stats[0]), nfev=int(stats[1]), projections=int(stats[2]),
+        repartitions=[(float(r[0]), r[1:].astype(int).tolist()) for r in REP[: int(ps[6])]],
+        restarts=int(stats[5]), wall_time=time.perf_counter() - wall0, compiled=True,
+    )  # fmt: skip
+
+
 def _interrupted(model, method, tau, mode, a, independent, integrator, O, stats, P, wall0):
     """``SimulationInterrupted`` for a compiled run stopped by Ctrl-C: the outputs it wrote,
     then the last accepted state (P[3], P[4] at time stats[4]) evaluated by the Python
@@ -1139,11 +1144,7 @@ def _interrupted(model, method, tau, mode, a, independent, integrator, O, stats,
         f"(condition number {cond:.3g})"
     )
     Y, QDD, LAM, TAU, RP, RV, EN, COND, REP = O
-    st = dict(
-        steps=int(stats[0]), nfev=int(stats[1]), projections=int(stats[2]),
-        repartitions=[(float(r[0]), r[1:].astype(int).tolist()) for r in REP[: int(P[6][6])]],
-        restarts=int(stats[5]), wall_time=time.perf_counter() - wall0, compiled=True,
-    )  # fmt: skip
+    st = _run_stats(stats, REP, P[6], wall0)
     t_out = a["t_out"]
     last = evaluate_trajectory(
         system, [t], [q], [v], st, integrator, a["rtol"], a["atol"], False, ""

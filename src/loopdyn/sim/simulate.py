@@ -490,6 +490,3 @@ class _Run:
                 self.k += 1
             if progress is not None:
                 progress(st.t, t_end)
-
-
-# -------------------------------------------------------- post-processing
