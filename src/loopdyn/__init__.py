@@ -5,19 +5,19 @@
 >>> qdd = ld.aba(model, model.q0, np.zeros(model.nv), np.zeros(model.nv))
 """
 
-import os
+import os as _os
 
 # numba formats a message for every overload it tries and rejects while typing a
 # kernel; with colorama installed each one initialises and resets the terminal, ~13 % of
 # a cold compile (four-bar: 30.9 -> 26.7 s).  numba's documented switch, read when numba
 # is first imported (no effect if it already was); it only drops the colours of numba's
 # own error messages.
-os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
+_os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
 
-from loopdyn.kernels.numba_internals import install_cache_locator, install_fast_flag_comparisons
+from loopdyn.kernels import numba_internals as _numba_internals
 
-install_cache_locator()  # before any kernel is defined: see kernels/numba_internals.py
-install_fast_flag_comparisons()  # compile time (same semantics): idem
+_numba_internals.install_cache_locator()  # before any kernel is defined: see that module
+_numba_internals.install_fast_flag_comparisons()  # compile time (same semantics): idem
 
 from loopdyn import examples, interop, io, methods, topology, viz
 from loopdyn.analysis.assembly import assemble, complete_velocity, partition
