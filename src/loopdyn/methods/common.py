@@ -51,11 +51,26 @@ EOM_TOL = 1e-9
 # than ~1e-12 relative; each step solves the same system for the residual of the
 # closed-loop equations and gains a factor ~ eps · condition
 REFINE_RATIO = 1e-3
-MAX_REFINE = 4
+MAX_REFINE = 6
+# a refinement that has not converged after MAX_REFINE steps is accepted only if the
+# error it leaves, estimated from its geometric decrease (|δ_last|² / |δ_prev|), is below
+# this fraction of the acceleration scale; else the solve is INACCURATE
+REFINE_LEFT_TOL = 1e-11
 # ... and below this LU pivot ratio of augmented's KKT matrix (eq. 10): the census's misses
 # of one LU solve (errors 1.6e-8..8.3e-8, cond J M⁻¹ Jᵀ 1e11..6e12) have ratios 2e-14..1e-11;
 # the catalog's lowest is the excavator's ~7e-8 (its mass ratios), which never refines
 REFINE_LU_RATIO = 1e-9
+# ... or above this estimate of the KKT matrix's condition ‖K‖₁ ‖U⁻¹‖₁ (``lu_inverse_norm``):
+# K's condition goes with σ_min(J)², its LU pivots with σ_min(J), so a pair of nearly
+# dependent rows can leave a pivot ratio of 8e-9 at cond 4e15 and one solve off by 5e-3
+# (hypothesis, seed 20261127); of the first 1500 census mechanisms none that one solve
+# gets to 1e-12 has an estimate above 1e12
+REFINE_LU_COND = 1e11
+# ... estimated only where one solve's error bound eps |J||λ| / (ratio |q̈|) (relative) is
+# above this: the catalog's largest is the excavator's 2e-7 (its pivots spread with its
+# mass ratios), then stewart's 4e-12, the others' below 3e-14 (4 random states each)
+ONE_SOLVE_TOL = 1e-11
+EPS = 2.220446049250313e-16  # the unit roundoff of float64, 2^-52
 # ... and below this ratio of the articulated-body pivots (``aba_pivot_ratio``): the
 # recursion's own cancellations then cost up to ~1e-7 on mass ratios of 1e6 (Cassie's
 # rotors; Pinocchio's ABA alike), which a refinement step removes
@@ -215,8 +230,9 @@ def take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam):
     """The end of refinement step ``step``, shared by the refining kernels: the verdict
     of ``refinement_verdict`` on δq̈ = ``dq[:n]``; an accepted correction is added
     (q̈ += δq̈, λ[:r] += δλ = ``dl``; ``d.diag[DIAG_REFINED]`` counts the steps).
-    Returns (code, |δq̈|∞): code -1 if the corrections grow (an inaccurate solve), the
-    number of steps applied if refinement ends here, or ``REFINE_GO_ON``."""
+    Returns (code, |δq̈|∞): code -1 if the corrections grow, or if after the last of
+    ``MAX_REFINE`` steps the error left is above ``REFINE_LEFT_TOL`` (an inaccurate
+    solve), the number of steps applied if refinement ends here, or ``REFINE_GO_ON``."""
     dmax = 0.0
     for j in range(n):
         dmax = max(dmax, abs(dq[j]))
@@ -232,6 +248,8 @@ def take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam):
     d.diag[DIAG_REFINED] = step + 1
     if verdict == 0:
         return step + 1, dmax
+    if step == MAX_REFINE - 1:  # the last step, not converged: what is left?
+        return (step + 1 if dmax * dmax <= REFINE_LEFT_TOL * scale * prev else -1), dmax
     return REFINE_GO_ON, dmax
 
 
