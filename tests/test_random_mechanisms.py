@@ -464,6 +464,50 @@ def test_nearly_dependent_closures_are_refined_not_silently_wrong():
     assert d.diag[DIAG_REFINED] >= 1
 
 
+def _closure_off_a_hinge_by(offset):
+    """A planar chain of 16 bodies (hypothesis, seed 20261127) whose first body is tied by
+    a revolute closure to a point ``offset`` from the hinge of body 5: the closure's
+    second row is ``offset`` times the first's, an exact constraint (the hinge cannot
+    turn) however small, but 1e-10 of J's scale for ``offset`` = 1e-10."""
+    inertia = np.eye(3) / 6
+    b = ld.ModelBuilder("closure_off_a_hinge", gravity=(0.0, -9.81, 0.0), planar=True)
+    s = 0.5**0.5
+    chain = [ld.Prismatic((s, s, 0)), ld.Revolute("z"), ld.Prismatic("x"), ld.Fixed(),
+             ld.Prismatic("x"), ld.Revolute("z"), ld.Fixed(), ld.Fixed(), ld.Prismatic("y"),
+             ld.Revolute("z"), ld.Revolute("z"), ld.Fixed()] + [ld.Revolute("z")] * 4  # fmt: skip
+    for i, joint in enumerate(chain):
+        b.add_body(
+            f"b{i}", f"b{i - 1}" if i else "ground", joint, mass=1.0, inertia=inertia,
+            xyz=(offset if i == 5 else 0.0, 0, 0), com=(0, 0.5 if i == 1 else 0, 0),
+        )  # fmt: skip
+    b.add_frame("c0_a", "b0")
+    b.add_frame("c0_b", "b5", xyz=(-offset, 0, 0))
+    b.add_closure("c0", "c0_a", "c0_b", "revolute")
+    model = b.build()
+    return model, np.zeros(model.nq)
+
+
+def test_a_closure_row_far_below_the_others_is_an_exact_constraint():
+    """The judge's oracle drops a row of 1e-10 among rows of 1 (RANK_RTOL on unscaled
+    singular values) and calls the state ambiguous; ``ld.constraint_rank`` keeps it, as
+    the model as written says (the hinge cannot turn).  Every method must then solve the
+    rank-2 equations exactly (``mechanisms.EXACT_AT_ITS_RANK``).  rcr's refinement
+    stalled at 1e-8 relative there (its loop reduction carries the 1e-10) and was
+    accepted; a refinement that stalls above ``STALL_TOL`` now falls back to augmented."""
+    model, q = _closure_off_a_hinge_by(1e-10)
+    v = tau = np.zeros(model.nv)
+    info = ld.constraint_rank(model, q)
+    assert info.rank == 2 and info.singular_values[1] == pytest.approx(1e-10, rel=1e-6)
+    o = mx.dense_oracle(model, q, v, tau)
+    assert o.rank == 1 and not o.well
+    ref = ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
+    for method in mx.METHODS:
+        out = mx.judge(mx.Mechanism(model, q, v, tau, []), method, o, data=model.create_data())
+        assert out.kind == mx.EXACT_AT_ITS_RANK, (method, out)
+        qdd = ld.forward_dynamics(model, q, v, tau, method=method).qdd
+        assert np.abs(qdd - ref).max() <= 1e-10 * o.scale, method
+
+
 def test_the_condition_estimate_is_a_lower_bound_close_to_the_true_norm():
     """``lu_inverse_norm`` ≤ ‖U⁻¹‖₁ always (it is ‖U⁻¹ y‖ / ‖y‖), within a factor 30 on
     random matrices (99 % within 8; worst of 500 random 40×40: 19), and finds the

@@ -36,6 +36,7 @@ from loopdyn.kernels.views import handles
 from loopdyn.methods.common import (
     DIAG_REFINED,
     EPS,
+    FINAL_STALL_TOL,
     INACCURATE,
     MAX_REFINE,
     ONE_SOLVE_TOL,
@@ -150,7 +151,7 @@ def refine(m, d, tau, qdd, lam, r, scale):
         lu_solve(d.K, n + r, d.piv, rhs)
         for a in range(r):
             dl[a] = -dl[a] * sc[a]  # -δμ → δλ
-        code, prev = take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam)
+        code, prev = take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam, FINAL_STALL_TOL)
         if code != REFINE_GO_ON:
             return code
     return MAX_REFINE

@@ -56,6 +56,13 @@ MAX_REFINE = 6
 # error it leaves, estimated from its geometric decrease (|δ_last|² / |δ_prev|), is below
 # this fraction of the acceleration scale; else the solve is INACCURATE
 REFINE_LEFT_TOL = 1e-11
+# a refinement whose corrections stop shrinking has reached its rounding level: the
+# iterate is kept if the correction (~ its error) is below this fraction of the scale,
+# else the solve is INACCURATE.  STALL_TOL for the methods that fall back to augmented
+# (a closure 1e-10 m off a hinge: rcr stalled at 1e-8 relative where augmented is exact),
+# FINAL_STALL_TOL for augmented itself, the fallback, for which INACCURATE is an error
+STALL_TOL = 1e-11
+FINAL_STALL_TOL = 1e-8
 # ... and below this LU pivot ratio of augmented's KKT matrix (eq. 10): the census's misses
 # of one LU solve (errors 1.6e-8..8.3e-8, cond J M⁻¹ Jᵀ 1e11..6e12) have ratios 2e-14..1e-11;
 # the catalog's lowest is the excavator's ~7e-8 (its mass ratios), which never refines
@@ -211,14 +218,15 @@ def kkt_residual(m, d, tau, qdd, lam, r, r1, r2):
 
 
 @njit(cache=True, inline="always")
-def refinement_verdict(step, dmax, prev, scale):
+def refinement_verdict(step, dmax, prev, scale, stall):
     """After refinement step ``step`` with correction |δq̈|∞ = ``dmax`` (the previous
     one ``prev``): 1 to apply it and go on, 0 to apply it and stop (converged), -1 to
-    stop without it (stagnated at rounding level), -2 diverging (an inaccurate solve)."""
+    stop without it (stagnated at rounding level: below ``stall`` · scale), -2
+    diverging or stagnated above it (an inaccurate solve)."""
     if dmax <= 4e-16 * scale:
         return 0
     if step > 0 and dmax > 0.5 * prev:
-        return -2 if dmax > 1e-8 * scale else -1
+        return -2 if dmax > stall * scale else -1
     return 1
 
 
@@ -226,7 +234,7 @@ REFINE_GO_ON = -3  # take_correction: refinement goes on
 
 
 @njit(cache=True, inline="always")
-def take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam):
+def take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam, stall):
     """The end of refinement step ``step``, shared by the refining kernels: the verdict
     of ``refinement_verdict`` on δq̈ = ``dq[:n]``; an accepted correction is added
     (q̈ += δq̈, λ[:r] += δλ = ``dl``; ``d.diag[DIAG_REFINED]`` counts the steps).
@@ -236,7 +244,7 @@ def take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam):
     dmax = 0.0
     for j in range(n):
         dmax = max(dmax, abs(dq[j]))
-    verdict = refinement_verdict(step, dmax, prev, scale)
+    verdict = refinement_verdict(step, dmax, prev, scale, stall)
     if verdict == -2:
         return -1, dmax
     if verdict == -1:

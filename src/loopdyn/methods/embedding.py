@@ -72,6 +72,7 @@ from loopdyn.methods.common import (
     REFINE_GO_ON,
     RESIDUAL_TOL,
     SINGULAR,
+    STALL_TOL,
     DependentRows,
     closure_loads,
     input_status,
@@ -1021,7 +1022,7 @@ def refine(m, d, ip, fw, tau, qdd, lam, scale):
                 C[i, rr] = keep_c[i, rr]
         if st < 0.0:
             return -1
-        code, prev = take_correction(d, step, prev, scale, nv, r, dq, dl, qdd, lam)
+        code, prev = take_correction(d, step, prev, scale, nv, r, dq, dl, qdd, lam, STALL_TOL)
         if code == -1:
             return -1
         if code != REFINE_GO_ON:

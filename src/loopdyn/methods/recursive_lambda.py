@@ -43,6 +43,7 @@ from loopdyn.methods.common import (
     REFINE_GO_ON,
     REFINE_RATIO,
     SINGULAR,
+    STALL_TOL,
     aba_pivot_ratio,
     accept,
     closure_loads,
@@ -136,7 +137,7 @@ def refine(m, d, tau, qdd, lam, r, scale):
             for a in range(r):
                 s += zeta[j, a] * dl[a]
             dq[j] = s
-        code, prev = take_correction(d, step, prev, scale, nv, r, dq, dl, qdd, lam)
+        code, prev = take_correction(d, step, prev, scale, nv, r, dq, dl, qdd, lam, STALL_TOL)
         if code != REFINE_GO_ON:
             return code
     return MAX_REFINE

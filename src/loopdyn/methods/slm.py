@@ -28,6 +28,7 @@ from loopdyn.methods.common import (
     REFINE_GO_ON,
     REFINE_RATIO,
     SINGULAR,
+    STALL_TOL,
     accept,
     closure_loads,
     input_status,
@@ -94,7 +95,7 @@ def refine(m, d, tau, qdd, lam, r, scale):
         backward_subst_t(M, n, r1)
         for j in range(n):
             dq[j] += r1[j]
-        code, prev = take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam)
+        code, prev = take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam, STALL_TOL)
         if code != REFINE_GO_ON:
             return code
     return MAX_REFINE

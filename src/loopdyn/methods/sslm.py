@@ -59,6 +59,7 @@ from loopdyn.methods.common import (
     REFINE_GO_ON,
     REFINE_RATIO,
     SINGULAR,
+    STALL_TOL,
     aba_pivot_ratio,
     accept,
     closure_loads,
@@ -1044,7 +1045,7 @@ def refine(m, d, ip, fw, tau, qdd, lam, r, scale):
         subsystem_solve(ip, fw, r1)
         for j in range(n):
             dq[j] += r1[j]
-        code, prev = take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam)
+        code, prev = take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam, STALL_TOL)
         if code != REFINE_GO_ON:
             return code
     return MAX_REFINE
