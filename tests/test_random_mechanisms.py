@@ -487,19 +487,59 @@ def _closure_off_a_hinge_by(offset):
     return model, np.zeros(model.nq)
 
 
-def test_a_closure_row_far_below_the_others_is_an_exact_constraint():
+def _heavy_crank_locked():
+    """A crank of 1000 kg tied at 2^-23 m off its hinge line to another hinge (hypothesis,
+    seed 20261127, after the fixes above): the row is 1.2e-7 of J's scale and 1e-9 of it
+    weighted by M^-1/2, which the oracle drops; kept, it locks the crank (q̈ = 0).  The
+    oracle's own rank-2 solution then violates that row: it calls the state inconsistent."""
+    b = ld.ModelBuilder("heavy_crank_locked", gravity=(0.0, -9.81, 0.0), planar=True)
+    rod = dict(mass=1.0, inertia=np.eye(3) / 6)
+    b.add_body("b0", "ground", ld.Revolute("z"), xyz=(0.5, 0, 0), mass=1000.0,
+               com=(0.5, 0, 0), inertia=np.eye(3) * 1000 / 6)  # fmt: skip
+    b.add_body("b1", "b0", ld.Fixed(), **rod)
+    b.add_body("b2", "b1", ld.Revolute("z"), **rod)
+    b.add_body("b3", "b2", ld.Revolute("z"), **rod)
+    b.add_body("b4", "ground", ld.Revolute("z"), mass=1.0,
+               inertia=np.diag([0.10237797598018963, 0.10237797598018963, 1 / 6]))  # fmt: skip
+    for i, (parent, joint, xyz) in enumerate([
+        ("ground", ld.Revolute("z"), (0, 0, 0)), ("b5", ld.Revolute("z"), (0, 0, 0)),
+        ("b6", ld.Revolute("z"), (0, 0, 0)), ("b7", ld.Revolute("z"), (0, 0, 0)),
+        ("b8", ld.Revolute("z"), (0, 0, 0)), ("b9", ld.Fixed(), (0, 0, 0)),
+        ("b10", ld.Revolute("z"), (0, 0, 0)), ("b11", ld.Revolute("z"), (0, 0.75, 0)),
+    ]):  # fmt: skip
+        b.add_body(f"b{i + 5}", parent, joint, xyz=xyz, **rod)
+    b.add_body("b13", "b12", ld.Revolute("z"), mass=0.1, inertia=np.eye(3) * 0.1 / 6)
+    b.add_body("b14", "b11", ld.Revolute("z"), **rod)
+    b.add_body("b15", "b14", ld.Revolute("z"), **rod)
+    dy = 2.0**-23
+    b.add_frame("c0_a", "b0", xyz=(0, dy, 0))
+    b.add_frame("c0_b", "b4", xyz=(0.5, dy, 0))
+    b.add_closure("c0", "c0_a", "c0_b", "revolute")
+    b.add_frame("c1_a", "b14")
+    b.add_frame("c1_b", "b13", xyz=(0, -0.75, 0))
+    b.add_closure("c1", "c1_a", "c1_b", "revolute")
+    model = b.build()
+    return model, np.zeros(model.nq)
+
+
+@pytest.mark.parametrize("case", ["offset", "heavy"])
+def test_a_closure_row_far_below_the_others_is_an_exact_constraint(case):
     """The judge's oracle drops a row of 1e-10 among rows of 1 (RANK_RTOL on unscaled
-    singular values) and calls the state ambiguous; ``ld.constraint_rank`` keeps it, as
-    the model as written says (the hinge cannot turn).  Every method must then solve the
-    rank-2 equations exactly (``mechanisms.EXACT_AT_ITS_RANK``).  rcr's refinement
-    stalled at 1e-8 relative there (its loop reduction carries the 1e-10) and was
-    accepted; a refinement that stalls above ``STALL_TOL`` now falls back to augmented."""
-    model, q = _closure_off_a_hinge_by(1e-10)
+    singular values; the heavy crank's row: 1e-9 of them weighted by M^-1/2) and calls
+    the state ambiguous; ``ld.constraint_rank`` keeps it, as the model as written says
+    (the hinge cannot turn).  Every method must then solve the equations with that row
+    exactly (``mechanisms.EXACT_AT_ITS_RANK``).  rcr's refinement stalled at 1e-8
+    relative on the first (its loop reduction carries the 1e-10) and was accepted; a
+    refinement that stalls above ``STALL_TOL`` now falls back to augmented."""
+    model, q = _closure_off_a_hinge_by(1e-10) if case == "offset" else _heavy_crank_locked()
     v = tau = np.zeros(model.nv)
     info = ld.constraint_rank(model, q)
-    assert info.rank == 2 and info.singular_values[1] == pytest.approx(1e-10, rel=1e-6)
     o = mx.dense_oracle(model, q, v, tau)
-    assert o.rank == 1 and not o.well
+    assert info.rank == o.rank + 1 and not o.well
+    if case == "offset":
+        assert info.singular_values[1] == pytest.approx(1e-10, rel=1e-6)
+    else:  # the oracle's rank-2 answer violates the dropped row: 'no solution'
+        assert not o.consistent and info.singular_values[2] == pytest.approx(2**-23, rel=1e-6)
     ref = ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
     for method in mx.METHODS:
         out = mx.judge(mx.Mechanism(model, q, v, tau, []), method, o, data=model.create_data())
