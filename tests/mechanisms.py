@@ -572,30 +572,22 @@ def relative_error(qdd, oracle):
     return float(np.abs(np.asarray(qdd) - oracle.qdd).max(initial=0.0) / oracle.scale)
 
 
-def residuals(oracle, qdd, tau, rank=None):
+def residuals(oracle, qdd, tau):
     """(|J q̈ - γ|∞ relative, equations-of-motion residual off the closure forces).
 
     The second is |P (M q̈ + h - τ)| with P the projector onto the null space of J
-    (the part no multiplier can explain), relative to |τ - h| + |M q̈|.  J's rank is
-    its numerical rank at ``RANK_RTOL``, or ``rank`` (then J's rows are equilibrated
-    first, so that a row of 1e-10 among rows of 1 counts as much as they do, and the
-    residual is relative to the oracle's acceleration scale as well: a q̈ of 1e-38 where
-    the answer is 0 is exact).
+    (the part no multiplier can explain), relative to |τ - h| + |M q̈|.
     """
     J, gamma = oracle.J, oracle.gamma
-    qscale = np.abs(qdd).max(initial=0.0)
-    if rank is not None and J.shape[0]:
-        size = np.abs(J).max(axis=1)
-        w = np.where(size > 0, 1.0 / np.where(size > 0, size, 1.0), 1.0)
-        J, gamma = J * w[:, None], gamma * w
-        qscale = max(qscale, oracle.scale)
-    cscale = max(np.abs(J).max(initial=0.0) * qscale, np.abs(gamma).max(initial=0.0))
+    cscale = max(
+        np.abs(J).max(initial=0.0) * np.abs(qdd).max(initial=0.0), np.abs(gamma).max(initial=0.0)
+    )
     rc = float(np.abs(J @ qdd - gamma).max(initial=0.0) / max(cscale, 1e-300))
     f = oracle.M @ qdd + oracle.h - tau
     if J.shape[0]:
         _, s, Vt = np.linalg.svd(J, full_matrices=True)
         r = int(np.sum(s > RANK_RTOL * s[0])) if s.size and s[0] > 0 else 0
-        N = Vt[(r if rank is None else rank) :].T
+        N = Vt[r:].T
         f = N @ (N.T @ f)
     escale = np.abs(tau - oracle.h).max(initial=0.0) + np.abs(oracle.M @ qdd).max(initial=0.0)
     return rc, float(np.abs(f).max(initial=0.0) / max(escale, 1e-300))
@@ -610,11 +602,8 @@ AGREES, NAMED, SINGULAR_WELL, SILENT, OTHER = (
     "other exception",
 )
 # ... and an answer exact for the rank the method reports, where that rank is above the
-# oracle's and the oracle calls the state ambiguous (``judge``)
+# oracle's and the oracle calls the state ambiguous (``judge``, ``_exact_at_rank``)
 EXACT_AT_ITS_RANK = "exact at the method's rank"
-# residuals (``residuals(..., rank=)``) of an answer exact at its rank: a stable solve
-# leaves ~1e-15
-EXACT_RESIDUAL = 1e-11
 
 
 @dataclass
@@ -650,25 +639,26 @@ def judge(mech, method, oracle, data=None):
 
 
 def _exact_at_rank(oracle, res, tau):
-    """True if ``res`` solves the closed-loop equations exactly with ``res.rank`` rows
-    of J kept, where the oracle's tolerance (``RANK_RTOL`` on J's unscaled singular
-    values) keeps fewer: a row of 1e-10 among rows of 1 (a closure 1e-10 m off a hinge)
-    is an exact constraint of the model as written, which ``ld.constraint_rank``
+    """True if ``res`` is the exact answer with ``res.rank`` rows of J kept, where the
+    oracle's tolerance (``RANK_RTOL`` on singular values of J M^{-1/2}, rows unscaled)
+    keeps fewer: a row of 1e-10 among rows of 1 (a closure 1e-10 m off a hinge) is an
+    exact constraint of the model as written, which ``ld.constraint_rank``
     (10 max(m, nv) eps σ_max) keeps and the oracle drops, calling the state ambiguous.
-    Exact: every row's residual and the equations of motion off the closure forces at
-    rounding level, and J (rows equilibrated) M^{-1/2} well conditioned at that rank, so
-    that small residuals mean a small error."""
-    J = oracle.J
+    The reference: the same oracle (Gauss's principle, extended-precision refinement)
+    on J's rows equilibrated (each divided by its largest entry: the same constraints),
+    which must have that rank, be well conditioned and consistent; then q̈ must agree
+    with it to ``REL_TOL`` of the oracle's scale."""
+    J, gamma = oracle.J, oracle.gamma
     size = np.abs(J).max(axis=1)
-    Js = J[size > 0] / size[size > 0, None]
-    L = np.linalg.cholesky(oracle.M)
-    s = np.linalg.svd(np.linalg.solve(L, Js.T), compute_uv=False)
-    if res.rank > s.size or not s[res.rank - 1] > 0:
+    keep = size > 0
+    Js, gs = J[keep] / size[keep, None], gamma[keep] / size[keep]
+    qdd, g = _refined(oracle.M, tau - oracle.h, Js, gs)
+    if g.rank != res.rank or not g.cond < COND_WELL:
         return False
-    if (s[0] / s[res.rank - 1]) ** 2 >= COND_WELL:
+    cscale = max(oracle.scale, np.abs(qdd).max(initial=0.0)) + np.abs(gs).max(initial=0.0)
+    if np.abs(Js @ qdd - gs).max(initial=0.0) > CONSISTENT_RTOL * cscale:
         return False
-    rc, re = residuals(oracle, res.qdd, tau, rank=res.rank)
-    return rc <= EXACT_RESIDUAL and re <= EXACT_RESIDUAL
+    return float(np.abs(res.qdd - qdd).max(initial=0.0) / oracle.scale) <= REL_TOL
 
 
 def perturbed_guess(model, q, rng, radius=0.1, fixed=()):
