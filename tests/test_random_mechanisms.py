@@ -239,9 +239,10 @@ def test_exact_or_singularity_error_on_hypothesis_mechanisms(mech):
     "when equilibrated ([0, 0.7071] and [-1e-10, 0.7071]: a revolute closure 1e-10 m off "
     "a hinge on a prismatic's line): ld.constraint_rank keeps both (rank 2); augmented, "
     "slm, sslm, recursive_lambda and rcr raise SingularityError (condition of J M^-1/2 "
-    "3.5e9), embedding returns the rank-2 answer (exact for the data as written, which "
-    "their rounding moves by ~1e-6), 0.28 from the oracle's rank-1 one: the judge can "
-    "verify neither.  Its earlier findings are fixed: nearly dependent closures (cond "
+    "3.5e9), embedding returns the rank-2 answer (q-ddot of the prismatic and the hinge "
+    "0: exact here), 0.28 from the oracle's rank-1 one; the oracle, even on equilibrated "
+    "rows, calls rank 2 ill-conditioned (cond ~1e20) and cannot verify it, and the library "
+    "disagrees with itself.  Its earlier findings are fixed: nearly dependent closures (cond "
     "3e15, augmented off by 5e-3 silently), rows of 1e-10 among rows of 1 (judged "
     "against the equilibrated rows; rcr's stalled refinement falls back)",
 )
