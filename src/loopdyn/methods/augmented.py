@@ -102,10 +102,11 @@ def augmented_kernel(m, d, q, v, tau, qdd, lam):
     qscale = max(max_abs(qdd), fscale / mmin) if mmin > 0.0 else 0.0
     d.diag[DIAG_REFINED] = 0.0
     # K's condition is estimated (O((n + r)²)) only where one solve's error may exceed
-    # ONE_SOLVE_TOL: ~ eps |J||λ| / (σ_min(J) |q̈|), σ_min(J) shown (relative) by the ratio
+    # ONE_SOLVE_TOL: ~ eps |J||λ| / (σ_min(J) |q̈|), σ_min(J) shown (relative) by the ratio;
+    # an estimate that overflows (inf, or NaN from inf - inf) counts as ill-conditioned
     if ratio < REFINE_LU_RATIO or (
         EPS * ascale > ONE_SOLVE_TOL * ratio * qscale
-        and kkt_norm(m, d, sc) * lu_inverse_norm(K, n + r, rhs) > REFINE_LU_COND
+        and not kkt_norm(m, d, sc) * lu_inverse_norm(K, n + r, rhs) <= REFINE_LU_COND
     ):
         if refine(m, d, tau, qdd, lam, r, max(ascale, max_abs(qdd))) < 0:
             return INACCURATE
