@@ -238,8 +238,9 @@ def take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam, stall):
     """The end of refinement step ``step``, shared by the refining kernels: the verdict
     of ``refinement_verdict`` on δq̈ = ``dq[:n]``; an accepted correction is added
     (q̈ += δq̈, λ[:r] += δλ = ``dl``; ``d.diag[DIAG_REFINED]`` counts the steps).
-    Returns (code, |δq̈|∞): code -1 if the corrections grow, or if after the last of
-    ``MAX_REFINE`` steps the error left is above ``REFINE_LEFT_TOL`` (an inaccurate
+    Returns (code, |δq̈|∞): code -1 if the corrections grow or stall above ``stall`` ·
+    ``scale`` (``STALL_TOL``, or ``FINAL_STALL_TOL`` for augmented), or if after the last
+    of ``MAX_REFINE`` steps the error left is above ``REFINE_LEFT_TOL`` (an inaccurate
     solve), the number of steps applied if refinement ends here, or ``REFINE_GO_ON``."""
     dmax = 0.0
     for j in range(n):
