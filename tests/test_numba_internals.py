@@ -220,3 +220,42 @@ def test_importing_loopdyn_turns_off_numbas_error_colouring():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "NOPColorScheme"
+
+
+def test_call_type_memo_returns_numbas_types():
+    """``install_call_type_memo``: a memoised call type is the one numba computes, with
+    the implementation key numba records; a call no template fits raises every time."""
+    import operator
+
+    from numba.core import errors
+    from numba.core.registry import cpu_target
+    from numba.core.types import functions
+
+    memoised = functions.BaseFunction.get_call_type
+    assert getattr(memoised, "_loopdyn", False), "loopdyn's call-type memo not installed"
+    numba_own = memoised.numba
+    ctx = cpu_target.typing_context
+    ctx.refresh()
+    calls = [
+        (operator.mul, (types.float64, types.float64)),
+        (operator.add, (types.int64, types.float64)),
+        (operator.lt, (types.IntegerLiteral(3), types.int64)),
+        (np.cos, (types.float64,)),
+        (max, (types.float64, types.float64)),
+    ]
+    for fn, args in calls:
+        fnty = ctx.resolve_value_type(fn)
+        assert isinstance(fnty, functions.BaseFunction), fn
+        expected = numba_own(fnty, ctx, args, {})
+        first = memoised(fnty, ctx, args, {})
+        assert first == expected, (fn, args)
+        key = fnty._impl_keys[first.args]
+        assert key is not None
+        fnty._impl_keys[first.args] = None  # numba sets it on every call it types
+        assert memoised(fnty, ctx, args, {}) == first
+        assert fnty._impl_keys[first.args] is key, "the memo must restore the impl key"
+    fnty = ctx.resolve_value_type(operator.mul)
+    bad = (types.unicode_type, types.NoneType("none"))
+    for _ in range(2):
+        with pytest.raises(errors.TypingError):
+            memoised(fnty, ctx, bad, {})

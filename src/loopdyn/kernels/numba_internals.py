@@ -51,6 +51,17 @@ and fails loudly if a release changes one.
    the sorted option names, a constant per class, cached; equal explicit values
    decide equality at once, else numba's comparison): four-bar cold start (build and
    first call, empty cache) 36-38 s -> 32-35 s on the 2-core development machine.
+10. ``install_call_type_memo``: numba types every call of a builtin, operator or
+   ``@overload``ed function (``types.BaseFunction.get_call_type``: each ``x * y`` of
+   floats) by trying each of its typing templates in turn, numpy's array-operator
+   templates raising and catching an error for scalars, and does it again for every
+   operator it lowers; nothing is remembered between calls.  The result is a function
+   of the function type (its templates), the typing context and the argument types;
+   the memo returns it (and restores the implementation key numba records as the
+   side effect of typing a call) on the second and later calls.  97 % of these calls
+   (7754 of 8026) repeat an earlier one in the four-bar's cold start: import, build and
+   first call on an empty cache 28.1, 32.7, 30.0 s -> 21.0, 23.2, 25.5 s (alternated
+   processes, 2-core development machine).
 """
 
 import ctypes
@@ -61,6 +72,7 @@ import numpy as np
 from numba import njit, types
 from numba.core import caching, cgutils, targetconfig
 from numba.core.imputils import impl_ret_borrowed
+from numba.core.types import functions
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
@@ -260,6 +272,37 @@ def install_fast_flag_comparisons():
     __hash__._loopdyn = True
     cls.__hash__ = __hash__
     cls.__eq__ = __eq__
+
+
+def install_call_type_memo():
+    """Memoise ``types.BaseFunction.get_call_type`` (idempotent; see the module
+    docstring, item 10).  A call that raises (no template fits, or numba asks for a
+    literal argument) is not remembered: it raises again the next time."""
+    cls = functions.BaseFunction
+    if getattr(cls.get_call_type, "_loopdyn", False):
+        return
+    numba_get_call_type = cls.get_call_type
+    memo = {}
+
+    def get_call_type(self, context, args, kws):
+        try:
+            key = (self, context, args, tuple(kws.items()) if kws else ())
+            hit = memo.get(key)
+        except TypeError:  # an unhashable argument type: numba's own path
+            return numba_get_call_type(self, context, args, kws)
+        if hit is not None:
+            sig, impl_key = hit
+            self._impl_keys[sig.args] = impl_key  # numba's side effect of typing the call
+            return sig
+        sig = numba_get_call_type(self, context, args, kws)
+        if sig is not None:
+            memo[key] = (sig, self._impl_keys[sig.args])
+        return sig
+
+    get_call_type._loopdyn = True
+    get_call_type.memo = memo
+    get_call_type.numba = numba_get_call_type
+    cls.get_call_type = get_call_type
 
 
 def _no_conversion(*args, **kws):
@@ -544,6 +587,7 @@ __all__ = [
     "entry",
     "entry_pointer",
     "install_cache_locator",
+    "install_call_type_memo",
     "install_fast_flag_comparisons",
     "unliteral",
 ]
