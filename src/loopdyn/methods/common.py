@@ -52,13 +52,11 @@ EOM_TOL = 1e-9
 # closed-loop equations and gains a factor ~ eps · condition
 REFINE_RATIO = 1e-3
 MAX_REFINE = 6
-# a refinement that has not converged after MAX_REFINE steps is accepted only if the
-# error it leaves, estimated from its geometric decrease (|δ_last|² / |δ_prev|), is below
-# this fraction of the acceleration scale; else the solve is INACCURATE
-REFINE_LEFT_TOL = 1e-11
 # a refinement whose corrections stop shrinking has reached its rounding level: the
 # iterate is kept if the correction (~ its error) is below this fraction of the scale,
-# else the solve is INACCURATE.  STALL_TOL for the methods that fall back to augmented
+# else the solve is INACCURATE; one still converging after MAX_REFINE steps is kept if
+# the error it leaves, estimated from its geometric decrease (|δ_last|² / |δ_prev|), is
+# below the same fraction.  STALL_TOL for the methods that fall back to augmented
 # (a closure 1e-10 m off a hinge: rcr stalled at 1e-8 relative where augmented is exact),
 # FINAL_STALL_TOL for augmented itself, the fallback, for which INACCURATE is an error
 STALL_TOL = 1e-11
@@ -240,8 +238,9 @@ def take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam, stall):
     (q̈ += δq̈, λ[:r] += δλ = ``dl``; ``d.diag[DIAG_REFINED]`` counts the steps).
     Returns (code, |δq̈|∞): code -1 if the corrections grow or stall above ``stall`` ·
     ``scale`` (``STALL_TOL``, or ``FINAL_STALL_TOL`` for augmented), or if after the last
-    of ``MAX_REFINE`` steps the error left is above ``REFINE_LEFT_TOL`` (an inaccurate
-    solve), the number of steps applied if refinement ends here, or ``REFINE_GO_ON``."""
+    of ``MAX_REFINE`` steps the error left, |δ_last|² / |δ_prev|, is above it (an
+    inaccurate solve), the number of steps applied if refinement ends here, or
+    ``REFINE_GO_ON``."""
     dmax = 0.0
     for j in range(n):
         dmax = max(dmax, abs(dq[j]))
@@ -258,7 +257,7 @@ def take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam, stall):
     if verdict == 0:
         return step + 1, dmax
     if step == MAX_REFINE - 1:  # the last step, not converged: what is left?
-        return (step + 1 if dmax * dmax <= REFINE_LEFT_TOL * scale * prev else -1), dmax
+        return (step + 1 if dmax * dmax <= stall * scale * prev else -1), dmax
     return REFINE_GO_ON, dmax
 
 
