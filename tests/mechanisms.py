@@ -631,7 +631,7 @@ def judge(mech, method, oracle, data=None):
     err = relative_error(res.qdd, oracle)
     if oracle.consistent and err <= REL_TOL:
         return Outcome(AGREES, err)
-    if not oracle.well and res.rank > oracle.rank and _exact_at_rank(oracle, res, mech.tau):
+    if not oracle.well and res.rank >= oracle.rank and _exact_at_rank(oracle, res, mech.tau):
         return Outcome(EXACT_AT_ITS_RANK, err, f"rank {res.rank}, the oracle's {oracle.rank}")
     if not oracle.consistent:  # no q̈ satisfies J q̈ = γ: any answer is wrong
         return Outcome(SILENT, err, "returned an answer where J q̈ = γ has no solution")
@@ -644,21 +644,74 @@ def _exact_at_rank(oracle, res, tau):
     keeps fewer: a row of 1e-10 among rows of 1 (a closure 1e-10 m off a hinge) is an
     exact constraint of the model as written, which ``ld.constraint_rank``
     (10 max(m, nv) eps σ_max) keeps and the oracle drops, calling the state ambiguous.
-    The reference: the same oracle (Gauss's principle, extended-precision refinement)
-    on J's rows equilibrated (each divided by its largest entry: the same constraints),
-    which must have that rank, be well conditioned and consistent; then q̈ must agree
-    with it to ``REL_TOL`` of the oracle's scale."""
+    Also where the ranks are equal but the oracle is ill-conditioned: its float64 solve
+    can itself be off (a ball closure 2.2e-13 m off a universal's centre: rows of 1e-13
+    and 1e-18, multipliers of 1e16; the oracle 1.6e-6 from the exact answer, which five
+    methods return to 1e-22).  The reference: the exact rational solution of the
+    oracle's data with the method's rows (``_exact_rational``), which must satisfy every
+    row; for systems too large for it, the oracle (Gauss's principle, extended-precision
+    refinement) on J's rows equilibrated (each divided by its largest entry: the same
+    constraints), which must have that rank and be well conditioned and consistent.
+    Then q̈ must agree with it to ``REL_TOL`` of the oracle's scale."""
     J, gamma = oracle.J, oracle.gamma
-    size = np.abs(J).max(axis=1)
-    keep = size > 0
-    Js, gs = J[keep] / size[keep, None], gamma[keep] / size[keep]
-    qdd, g = _refined(oracle.M, tau - oracle.h, Js, gs)
-    if g.rank != res.rank or not g.cond < COND_WELL:
-        return False
+    qdd = _exact_rational(oracle, res, tau)
+    if qdd is not None:
+        Js, gs = J, gamma  # the dropped rows must hold too
+    else:  # too large for the rational solve
+        size = np.abs(J).max(axis=1)
+        keep = size > 0
+        Js, gs = J[keep] / size[keep, None], gamma[keep] / size[keep]
+        qdd, g = _refined(oracle.M, tau - oracle.h, Js, gs)
+        if g.rank != res.rank or not g.cond < COND_WELL:
+            return False
     cscale = max(oracle.scale, np.abs(qdd).max(initial=0.0)) + np.abs(gs).max(initial=0.0)
     if np.abs(Js @ qdd - gs).max(initial=0.0) > CONSISTENT_RTOL * cscale:
         return False
     return float(np.abs(res.qdd - qdd).max(initial=0.0) / oracle.scale) <= REL_TOL
+
+
+EXACT_MAX = 40  # unknowns (nv + rows) of the judge's exact rational solve
+
+
+def _exact_rational(oracle, res, tau):
+    """q̈ of M q̈ - J_kᵀ λ = τ - h, J_k q̈ = γ_k solved exactly, in rational arithmetic
+    (``fractions``) on the oracle's float64 M, h, J, γ, with the rows J_k the method
+    kept (all but ``res.dropped``); None if that system is singular or too large
+    (``EXACT_MAX``).  No rounding: where two closure rows stay nearly parallel even
+    equilibrated (σ_min/σ_max 7e-11) no float64 reference can tell the rank-2 answer
+    from rounding, this one can; and where that answer is sensitive to the data's
+    rounding, a method's own J differs from the oracle's in the last digits and the
+    comparison fails, as it should (the method had to refuse)."""
+    from fractions import Fraction
+
+    dropped = set(np.asarray(res.dropped, dtype=int).tolist())
+    rows = [a for a in range(oracle.J.shape[0]) if a not in dropped]
+    n, r = oracle.M.shape[0], len(rows)
+    size = n + r
+    if size > EXACT_MAX:
+        return None
+    f = tau - oracle.h
+    A = [[Fraction(0)] * (size + 1) for _ in range(size)]
+    for i in range(n):
+        A[i][:n] = [Fraction(float(x)) for x in oracle.M[i]]
+        A[i][size] = Fraction(float(f[i]))
+    for k, a in enumerate(rows):
+        row = [Fraction(float(x)) for x in oracle.J[a]]
+        A[n + k][:n] = row
+        A[n + k][size] = Fraction(float(oracle.gamma[a]))
+        for j in range(n):
+            A[j][n + k] = -row[j]
+    for c in range(size):  # Gauss-Jordan, exact: any non-zero pivot
+        p = next((i for i in range(c, size) if A[i][c] != 0), None)
+        if p is None:
+            return None
+        A[c], A[p] = A[p], A[c]
+        pivot = A[c][c]
+        for i in range(size):
+            if i != c and A[i][c] != 0:
+                t = A[i][c] / pivot
+                A[i] = [x - t * y for x, y in zip(A[i], A[c], strict=True)]
+    return np.array([float(A[i][size] / A[i][i]) for i in range(n)])
 
 
 def perturbed_guess(model, q, rng, radius=0.1, fixed=()):

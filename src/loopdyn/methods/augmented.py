@@ -21,7 +21,7 @@ estimate costs O((n + r)²) and is made only where one solve's error may exceed
 ``ONE_SOLVE_TOL``: eps |J||λ| / (σ_min(J) |q̈|), relative, with σ_min(J) (relative)
 taken from the pivot ratio; the multipliers of nearly dependent rows are large (their
 loads cancel), 1e8 against a load of 18 N in the case that showed it.  Refinement:
-the residual of the equations of motion (RNEA with λ's loads, O(n)) and of J q̈ = γ
+the residual of the equations of motion (RNEA and Jᵀλ, ``common.kkt_residual``) and of J q̈ = γ
 is solved again with the LU factors already in ``d.K``, O((n + m)²) a step, until the
 correction is at rounding level; corrections that grow return ``INACCURATE``.
 """

@@ -200,17 +200,22 @@ def accept(m, d, quality, qdd, lam, r, ascale):
 @njit(cache=True)
 def kkt_residual(m, d, tau, qdd, lam, r, r1, r2):
     """Residuals of the closed-loop equations at (q̈, λ) on the kinematics in ``d``:
-    r1 = τ + Jᵀλ - M q̈ - h (nv; the RNEA with λ's closure loads, O(n), no M) and
-    r2 = γ - J q̈ on the first ``r`` independent rows.  Overwrites ``A``, ``F``,
-    ``fext`` and ``tauc``; needs ``Xrel``, ``S``, ``V``, ``C`` and the closure rows."""
-    closure_loads(m, d, d.rows[:r], lam, d.fext, d.tauc)
-    rnea_from_kinematics(m, d, as_input(qdd), as_input(d.fext), r1)
+    r1 = τ + Jᵀλ - M q̈ - h (nv; the RNEA, O(n), no M, and Jᵀλ from the rows of J,
+    O(r n)) and r2 = γ - J q̈ on the first ``r`` independent rows.  Jᵀλ is taken from
+    the very J the solves use, not from λ's closure loads: placed from the world poses,
+    those lose the digits of a lever small against the bodies' distance from the
+    origin (2.2e-13 m: 1e-3 relative), and a refinement would converge to another
+    system.  Overwrites ``A`` and ``F``; needs ``Xrel``, ``S``, ``V``, ``C`` and the
+    closure rows with ``d.J``."""
+    rnea_from_kinematics(m, d, as_input(qdd), as_input(d.fext[:0]), r1)
     for i in range(m.nv):
-        r1[i] = tau[i] + d.tauc[i] - r1[i]
+        r1[i] = tau[i] - r1[i]
     for a in range(r):
         ra = d.rows[a]
+        la = lam[a]
         s = d.gamma[ra]
         for j in range(m.nv):
+            r1[j] += d.J[ra, j] * la
             s -= d.J[ra, j] * qdd[j]
         r2[a] = s
 

@@ -88,9 +88,12 @@ from loopdyn.tree.rnea import rnea_from_kinematics
 kernel = entry
 
 # ratio min|u_ii| / max|J_𝒮| of Y1's LU below which the dependent columns are chosen
-# again by complete pivoting, and below which Y1 counts as singular
+# again by complete pivoting, and below which Y1 counts as singular.  The reduction
+# carries 1/ρ into q̈ even refined (an error of ~0.03 eps/ρ measured: two closure rows
+# parallel to 7e-11 gave rcr q̈ 2e-8 off the exact answer at ρ = 1.4e-10), so below
+# 1e-7 the answer could miss 1e-10 and the call falls back to augmented, or raises
 RESELECT = 1e-2
-SINGULAR_RATIO = 1e-10
+SINGULAR_RATIO = 1e-7
 # articulated pivot ratio (``pivot_ratio``) below which the answer is refined: higher than
 # ABA's ``REFINE_ABA_RATIO``, as the census of issue 11 found errors of 5e-8 at 1.5e-5
 # (case 4402 of seed 11: mass ratio 5e4, cond(M) 1.4e7)

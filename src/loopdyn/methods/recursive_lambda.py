@@ -7,10 +7,14 @@ a part linear in them (their eq. (13)):
 
 η is the tree's forward dynamics with the closures ignored (ABA, their eqs.
 (14)–(15), (24), (26)–(27)); column a of ζ is the tree's response to the loads of
-closure row a alone: the unit load applied as body wrenches at the cut joint and
-carried inward through the articulated-body quantities (their (15)–(17)), then
-outward (their (25), (28)–(29)), O(n) per row (``loopdyn.tree.aba.aba_resolve``);
-a coupling row's load is a pair of joint forces.
+closure row a alone, carried inward through the articulated-body quantities (their
+(15)–(17)), then outward (their (25), (28)–(29)), O(n) per row
+(``loopdyn.tree.aba.aba_resolve``).  The paper applies the unit load as body wrenches
+at the cut joint; here it enters as its generalized force Jᵀe_a, J's row a (joint
+forces on the loop's joints), the very J of (31): placed as wrenches from the world
+poses, a lever small against the bodies' distance from the origin loses its digits
+(a ball closure 2.2e-13 m off a universal joint's centre: rows of 2.2e-13 and 7e-18,
+q̈ 7.5e-2 off without an error), and Jᵀ would no longer be the transpose of J.
 Substituting (13) into the acceleration-level constraints J q̈ = γ (their (31))
 gives the m × m system
 
@@ -22,7 +26,7 @@ independent rows), then q̈ from (13).  Cost O(n + nm + nm² + m³) (their §2.6
 J ζ has the square of J's conditioning, so when its Cholesky pivot ratio is below
 ``REFINE_RATIO`` (or the articulated-body pivots' below ``REFINE_ABA_RATIO``: ABA
 itself loses accuracy on extreme mass ratios) the answer is refined: the residual of
-the equations of motion (RNEA with λ's loads, O(n)) and of J q̈ = γ is solved again
+the equations of motion (RNEA and Jᵀλ, ``common.kkt_residual``) and of J q̈ = γ is solved again
 by (13) and (32) with the factors already in hand, O(n + nm) a step, until the
 correction is at rounding level.
 """
@@ -46,7 +50,6 @@ from loopdyn.methods.common import (
     STALL_TOL,
     aba_pivot_ratio,
     accept,
-    closure_loads,
     input_status,
     kkt_residual,
     max_abs,
@@ -73,12 +76,11 @@ def recursive_lambda_kernel(m, d, q, v, tau, qdd, lam):
     if aba_from_kinematics(m, d, unliteral(0), m.nb, tau, as_input(d.fext[:0]), qdd) >= 0:
         return SINGULAR
     eta = max_abs(qdd)
-    # ζ column a: the response to a unit load on row a (15)–(17), (25), (28)–(29)
-    unit = d.x[:1]
+    # ζ column a: the response to a unit load on row a (15)–(17), (25), (28)–(29), its
+    # generalized force Jᵀe_a = J's row a itself (see the module docstring)
+    d.fext[:, :] = 0.0
     for a in range(r):
-        unit[0] = 1.0
-        closure_loads(m, d, rows[a : a + 1], unit, d.fext, d.tauc)
-        aba_resolve(m, d, d.fext, d.tauc, zeta[:, a])
+        aba_resolve(m, d, d.fext, J[rows[a]], zeta[:, a])
     # [J ζ] λ = γ - J η (32); J ζ = J M⁻¹ Jᵀ is symmetric: its lower triangle is used
     for a in range(r):
         ra = rows[a]

@@ -11,7 +11,7 @@ algorithm for tree-type systems").
 
 Ĩ has the square of J's conditioning, so when a pivot ratio is below
 ``REFINE_RATIO`` the answer is refined: the residual of the equations of motion (RNEA
-with λ's loads, O(n)) and of J q̈ = γ is solved again by (11)–(12) with the factors
+and Jᵀλ, ``common.kkt_residual``) and of J q̈ = γ is solved again by (11)–(12) with the factors
 already in hand, O(n² + nm) a step, until the correction is at rounding level.
 """
 

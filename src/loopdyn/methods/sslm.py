@@ -1012,7 +1012,7 @@ def subsystem_solve(ip, fw, x):
 def refine(m, d, ip, fw, tau, qdd, lam, r, scale):
     """Iterative refinement of (q̈, λ) with the factors of the solve (the I_j's LᵀDL and
     the GICM's block LDLᵀ in ``fw``), as SLM's ``refine``: for the residuals
-    r1 = τ + Jᵀλ - M q̈ - h (RNEA with λ's loads, O(n)) and r2 = γ - J q̈ on the
+    r1 = τ + Jᵀλ - M q̈ - h (``common.kkt_residual``) and r2 = γ - J q̈ on the
     independent rows, δη = I⁻¹ r1 (19), 𝓘 δλ = r2 - J δη (23)–(25), δq̈ = δη + I⁻¹ Jᵀ δλ
     (21).  Returns the steps taken, or -1 if the corrections grow (an inaccurate solve).
     Workspace: ``d.phi``, ``d.x``, ``d.rhs`` (free in SSLM) and fw's psi and lam."""
