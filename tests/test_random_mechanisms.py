@@ -240,8 +240,10 @@ def test_exact_or_singularity_error_on_hypothesis_mechanisms(mech):
     "universal joint's centre on a free body again, at rest with a joint force: the "
     "oracle is well conditioned (rank 2, levers 2.2e-13 and 2.9e-17 m) and augmented, "
     "slm, sslm, recursive_lambda and embedding are exact to 5e-17, but rcr returns q-ddot "
-    "1.2e-5 off without an error (its Y1 is not ill-conditioned there; suspect: a Jᵀλ "
-    "built from wrenches placed at world-pose levers, as recursive_lambda's was).  Its "
+    "1.2e-5 off without an error: its Y1 quality 1.3e-4 (< RESELECT) triggers 4 refinement "
+    "steps whose residual (embedding.eom_residual) takes Jᵀλ from closure_loads, wrenches "
+    "at world-pose levers, not from rcr's own J blocks, so they converge to another "
+    "system (as recursive_lambda's did before bbd810c).  Its "
     "earlier findings are fixed: nearly dependent closures (augmented off by 5e-3), rows "
     "of 1e-10 among rows of 1, two rows parallel to 7e-11 (rcr 2e-8 off: every method "
     "now refuses), recursive_lambda 7.5e-2 off on levers of 1e-13..1e-18 m",
