@@ -236,17 +236,12 @@ def test_exact_or_singularity_error_on_hypothesis_mechanisms(mech):
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=False,
-    reason="hypothesis (seed 20261127, 6 min) finds a ball closure 2.2e-13 m off a "
-    "universal joint's centre on a free body again, at rest with a joint force: the "
-    "oracle is well conditioned (rank 2, levers 2.2e-13 and 2.9e-17 m) and augmented, "
-    "slm, sslm, recursive_lambda and embedding are exact to 5e-17, but rcr returns q-ddot "
-    "1.2e-5 off without an error: its Y1 quality 1.3e-4 (< RESELECT) triggers 4 refinement "
-    "steps whose residual (embedding.eom_residual) takes Jᵀλ from closure_loads, wrenches "
-    "at world-pose levers, not from rcr's own J blocks, so they converge to another "
-    "system (as recursive_lambda's did before bbd810c).  Its "
-    "earlier findings are fixed: nearly dependent closures (augmented off by 5e-3), rows "
-    "of 1e-10 among rows of 1, two rows parallel to 7e-11 (rcr 2e-8 off: every method "
-    "now refuses), recursive_lambda 7.5e-2 off on levers of 1e-13..1e-18 m",
+    reason="hypothesis (seed 20261127) has found, one after the other, nearly dependent "
+    "closures (augmented off by 5e-3), rows of 1e-10 among rows of 1, two rows parallel to "
+    "7e-11 (rcr 2e-8 off: every method now refuses), recursive_lambda 7.5e-2 and rcr 1.2e-5 "
+    "off on levers of 1e-13..1e-18 m (Jᵀλ from world-pose wrenches, now from each method's "
+    "own J): all fixed and tested; run it again (-m slow --runxfail --hypothesis-seed=20261127) "
+    "for its next finding",
 )
 @given(mx.mechanisms())
 @HYPOTHESIS_SLOW
@@ -658,6 +653,37 @@ def test_multipliers_of_1e16_on_levers_of_1e_13_are_solved_exactly(method):
     assert not o.well and o.rank == 2
     out = mx.judge(mx.Mechanism(model, q, v, tau, []), method, o, data=model.create_data())
     assert out.kind == mx.EXACT_AT_ITS_RANK, out
+
+
+@pytest.mark.parametrize("method", mx.METHODS)
+def test_a_refinement_measures_the_equations_with_the_methods_own_j(method):
+    """The universal joint 2.2e-13 m off the free body's origin again, at rest with a
+    joint force, where the oracle is well conditioned (levers 2.2e-13 and 2.9e-17 m):
+    rcr's Y1 quality 1.3e-4 triggers its refinement, whose residual took Jᵀλ from the
+    closure loads (wrenches at world-pose levers) and converged 1.2e-5 off without an
+    error; it now takes Jᵀλ from its loop blocks (``rcr.eom_residual``).  Every method
+    agrees with the oracle (hypothesis, seed 20261127)."""
+    rod = dict(mass=1.0, inertia=np.eye(3) / 6)
+    b = ld.ModelBuilder("universal_off_centre", gravity=(0.0, 0.0, -9.81))
+    b.add_body("b0", "ground", ld.Free(), xyz=(0, 0, 0.5), **rod)
+    b.add_body("b1", "b0", ld.Universal((1, 0, 0), (0, 1, 0)), xyz=(2.1988372389383394e-13, 0, 0),
+               **rod)  # fmt: skip
+    b.add_body("b2", "b1", ld.Revolute("z"), **rod)
+    b.add_body("b3", "b2", ld.Revolute("y"), **rod)
+    b.add_frame("c0_a", "b0")
+    c, s = 1.0000000000000007, -3.2862601528904633e-16
+    b.add_frame("c0_b", "b1", xyz=(-2.1984560228228017e-13, 0, 2.8591208665519226e-17),
+                rotation=[[c, 0, s], [0, 1, 0], [s, 0, 1]])  # fmt: skip
+    b.add_closure("c0", "c0_a", "c0_b", "ball")
+    model = b.build()
+    q = np.zeros(model.nq)
+    q[4], q[6] = 0.4472135954999579, 0.8944271909999159  # the free body's quaternion
+    v, tau = np.zeros(model.nv), np.zeros(model.nv)
+    tau[9] = 1.0
+    o = mx.dense_oracle(model, q, v, tau)
+    assert o.well
+    out = mx.judge(mx.Mechanism(model, q, v, tau, []), method, o, data=model.create_data())
+    assert out.kind == mx.AGREES, out
 
 
 def test_the_condition_estimate_is_a_lower_bound_close_to_the_true_norm():

@@ -53,9 +53,10 @@ sequential structure) are merged into one block solved together, beyond the pape
 Accuracy (beyond the paper): where the articulated pivots spread over many decades
 (``embedding.pivot_ratio`` < ``embedding.REFINE_PIVOT_RATIO``: mass ratios of 1e4–1e6)
 or a loop's best Y1 stays below ``RESELECT``, the answer is refined (``refine``): the
-residual of the equations of motion (``embedding.eom_residual``) is solved again by the
-same recursion on the same loop reduction, then checked against ``EOM_TOL``; a miss is
-``INACCURATE`` (the runner falls back to ``augmented`` or raises), never a silent answer.
+residual of the equations of motion (``eom_residual``, Jᵀλ from the loops' own J_i) is
+solved again by the same recursion on the same loop reduction, then checked against
+``EOM_TOL``; a miss is ``INACCURATE`` (the runner falls back to ``augmented`` or
+raises), never a silent answer.
 """
 
 from functools import partial
@@ -65,7 +66,16 @@ from numba import types
 
 from loopdyn.errors import ModelError, SingularityError
 from loopdyn.kernels.linalg import lu_inplace, lu_solve
-from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, block, entry, unliteral
+from loopdyn.kernels.numba_internals import (
+    BUF,
+    IN,
+    OUT,
+    Entry,
+    as_input,
+    block,
+    entry,
+    unliteral,
+)
 from loopdyn.kernels.spatial import force_to_parent_at, mat6_vec_at
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms
@@ -89,6 +99,7 @@ from loopdyn.methods.common import (
     take_correction,
 )
 from loopdyn.model.closures import COUPLING, TRANSLATION
+from loopdyn.tree.rnea import rnea_from_kinematics
 
 kernel = entry  # compiled like entries: no allocation, no reference counting
 
@@ -926,9 +937,50 @@ def recursion(m, d, ip, fw, tau, qdd, lam, bias):
 
 
 @kernel
+def eom_residual(m, d, ip, fw, tau, qdd, lam, r1):
+    """r1 = τ + Jᵀλ − M q̈ − h on the kinematics in ``d``, as ``embedding.eom_residual``
+    but with Jᵀλ from RCR's own loop blocks J_i (``loop_jacobian``), the J its solve
+    uses: λ's closure loads, wrenches placed at world-pose levers, lose the digits of a
+    lever small against the bodies' distance from the origin (a ball closure 2.2e-13 m
+    off a universal joint's centre), and a refinement measuring with them converged to
+    another system (q̈ 1.2e-5 off).  Returns |r1|∞ relative to the forces that cancel in
+    it.  Overwrites ``A``, ``F`` and ``tauc``."""
+    rnea_from_kinematics(m, d, as_input(qdd), as_input(d.fext[:0]), r1)
+    jt = d.tauc
+    jt[:] = 0.0
+    aggb = ip[ip[R_AGGB] : ip[R_AGGB] + ip[E.H_NA] + 1]
+    for s in range(ip[E.H_NA]):
+        a = ip[ip[E.H_AGG] + s * E.NAGG : ip[E.H_AGG] + (s + 1) * E.NAGG]
+        cols = ip[ip[E.H_COLS] + a[E.A_COL] : ip[E.H_COLS] + a[E.A_COL] + a[E.A_NS]]
+        for b in range(aggb[s], aggb[s + 1]):
+            bt = ip[ip[R_BLK] + b * NBLK : ip[R_BLK] + (b + 1) * NBLK]
+            mb, npth = bt[B_M], bt[B_NP]
+            if mb == 0:
+                continue
+            J = block(fw, bt[B_J], (mb, npth))
+            path = ip[ip[R_PATH] + bt[B_PATH] : ip[R_PATH] + bt[B_PATH] + npth]
+            lpos = ip[ip[R_LPOS] + bt[B_ROW] : ip[R_LPOS] + bt[B_ROW] + mb]
+            for i in range(mb):
+                li = lam[lpos[i]]
+                for p in range(npth):
+                    jt[cols[path[p]]] += J[i, p] * li
+    res = 0.0
+    scale = 0.0
+    for i in range(m.nb):
+        for rr in range(6):
+            scale = max(scale, abs(d.F[i, rr]))
+    for i in range(m.nv):
+        f = tau[i] + jt[i]
+        scale = max(scale, abs(f), abs(r1[i]))
+        r1[i] = f - r1[i]
+        res = max(res, abs(r1[i]))
+    return res / scale if scale > 0.0 else res
+
+
+@kernel
 def refine(m, d, ip, fw, tau, qdd, lam, scale):
     """Iterative refinement of (q̈, λ), as ``embedding.refine``: for the residual of the
-    equations of motion r1 = τ + Jᵀλ − M q̈ − h (``embedding.eom_residual``), the
+    equations of motion r1 = τ + Jᵀλ − M q̈ − h (``eom_residual``, Jᵀ from RCR's J), the
     correction (δq̈, δλ) with M δq̈ = r1 + Jᵀ δλ, J δq̈ = 0 is ``recursion`` with r1 as
     joint forces on the same loop reduction (ζ = 0) without velocity products or
     gravity (held aside meanwhile: C in ``d.fext``, g in registers; restored after).
@@ -943,7 +995,7 @@ def refine(m, d, ip, fw, tau, qdd, lam, scale):
     prev = 0.0
     steps = MAX_REFINE
     for step in range(MAX_REFINE):
-        E.eom_residual(m, d, tau, qdd, lam, r1)
+        eom_residual(m, d, ip, fw, tau, qdd, lam, r1)
         for i in range(nb):
             for rr in range(6):
                 keep_c[i, rr] = C[i, rr]
@@ -963,7 +1015,7 @@ def refine(m, d, ip, fw, tau, qdd, lam, scale):
         if code != REFINE_GO_ON:
             steps = code
             break
-    res = E.eom_residual(m, d, tau, qdd, lam, r1)
+    res = eom_residual(m, d, ip, fw, tau, qdd, lam, r1)
     d.diag[DIAG_EOM] = res
     if not res <= EOM_TOL:
         return -1
