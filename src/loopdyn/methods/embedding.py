@@ -48,7 +48,17 @@ import numpy as np
 from numba import types
 
 from loopdyn.kernels.linalg import lu_inplace, lu_solve
-from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, block, block_int, entry, unliteral
+from loopdyn.kernels.numba_internals import (
+    BUF,
+    IN,
+    OUT,
+    Entry,
+    as_input,
+    block,
+    block_int,
+    entry,
+    unliteral,
+)
 from loopdyn.kernels.spatial import (
     force_to_parent_at,
     inertia_to_parent_add,
@@ -74,7 +84,6 @@ from loopdyn.methods.common import (
     SINGULAR,
     STALL_TOL,
     DependentRows,
-    closure_loads,
     input_status,
     take_correction,
 )
@@ -967,21 +976,37 @@ def acceleration_scale(m, d, ascale, qdd):
 
 
 @kernel
-def eom_residual(m, d, tau, qdd, lam, r1):
-    """r1 = τ + Jᵀλ - M q̈ - h on the kinematics in ``d`` (RNEA with λ's closure loads,
-    O(n), no M, no dense J); returns |r1|∞ relative to the size of the forces that
-    cancel in it, max(|τ + Jᵀλ|∞, |M q̈ + h|∞, the joint wrenches |F_i|∞ the RNEA
-    projects).  Overwrites ``fext``, ``tauc``, ``A`` and ``F``."""
-    r = d.nrows
-    closure_loads(m, d, d.rows[:r], lam, d.fext, d.tauc)
-    rnea_from_kinematics(m, d, qdd, d.fext, r1)
+def eom_residual(m, d, ip, fw, tau, qdd, lam, r1):
+    """r1 = τ + Jᵀλ - M q̈ - h on the kinematics in ``d`` (the RNEA, O(n), no M, and Jᵀλ
+    from the aggregated bodies' own J_𝒮 blocks, ``loop_jacobian``); returns |r1|∞
+    relative to the size of the forces that cancel in it, max(|τ + Jᵀλ|∞, |M q̈ + h|∞,
+    the joint wrenches |F_i|∞ the RNEA projects).  Jᵀλ is not taken from λ's closure
+    loads: placed at world-pose levers, those lose the digits of a lever small against
+    the bodies' distance from the origin (a universal joint 2.2e-13 m off a free body's
+    origin), and a refinement measuring with them converged to another system (q̈
+    2.5e-8 off).  Overwrites ``A``, ``F`` and ``tauc``."""
+    rnea_from_kinematics(m, d, as_input(qdd), as_input(d.fext[:0]), r1)
+    jt = d.tauc
+    jt[:] = 0.0
+    for s in range(ip[H_NA]):
+        a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
+        ns, r = a[A_NS], a[A_R]
+        if r == 0:
+            continue
+        JS = block(fw, a[A_JS], (r, ns))
+        cols = ip[ip[H_COLS] + a[A_COL] : ip[H_COLS] + a[A_COL] + ns]
+        lpos = ip[ip[H_LPOS] + a[A_ROW] : ip[H_LPOS] + a[A_ROW] + r]
+        for i in range(r):
+            li = lam[lpos[i]]
+            for c in range(ns):
+                jt[cols[c]] += JS[i, c] * li
     res = 0.0
     scale = 0.0
     for i in range(m.nb):
         for rr in range(6):
             scale = max(scale, abs(d.F[i, rr]))
     for i in range(m.nv):
-        f = tau[i] + d.tauc[i]
+        f = tau[i] + jt[i]
         scale = max(scale, abs(f), abs(r1[i]))
         r1[i] = f - r1[i]
         res = max(res, abs(r1[i]))
@@ -1005,7 +1030,7 @@ def refine(m, d, ip, fw, tau, qdd, lam, scale):
     prev = 0.0
     steps = MAX_REFINE
     for step in range(MAX_REFINE):
-        eom_residual(m, d, tau, qdd, lam, r1)
+        eom_residual(m, d, ip, fw, tau, qdd, lam, r1)
         # the correction solve: no velocity products, no gravity, J δq̈ = 0
         for i in range(nb):
             for rr in range(6):
@@ -1031,7 +1056,7 @@ def refine(m, d, ip, fw, tau, qdd, lam, scale):
         if code != REFINE_GO_ON:
             steps = code
             break
-    res = eom_residual(m, d, tau, qdd, lam, r1)
+    res = eom_residual(m, d, ip, fw, tau, qdd, lam, r1)
     d.diag[DIAG_EOM] = res
     if not res <= EOM_TOL:
         return -1
