@@ -976,6 +976,33 @@ def acceleration_scale(m, d, ascale, qdd):
 
 
 @kernel
+def open_residual(m, d, qdd, r1):
+    """The start of an ``eom_residual`` (embedding's, rcr's): M q̈ + h into ``r1`` (the
+    RNEA on the kinematics in ``d``) and ``d.tauc`` zeroed for Jᵀλ."""
+    rnea_from_kinematics(m, d, as_input(qdd), as_input(d.fext[:0]), r1)
+    d.tauc[:] = 0.0
+
+
+@kernel
+def close_residual(m, d, tau, r1):
+    """The end of an ``eom_residual`` (embedding's, rcr's): with M q̈ + h in ``r1`` (the
+    RNEA) and Jᵀλ in ``d.tauc``, r1 ← τ + Jᵀλ − M q̈ − h; returns |r1|∞ relative to the
+    forces that cancel in it, max(|τ + Jᵀλ|∞, |M q̈ + h|∞, the joint wrenches |F_i|∞)."""
+    jt = d.tauc
+    res = 0.0
+    scale = 0.0
+    for i in range(m.nb):
+        for rr in range(6):
+            scale = max(scale, abs(d.F[i, rr]))
+    for i in range(m.nv):
+        f = tau[i] + jt[i]
+        scale = max(scale, abs(f), abs(r1[i]))
+        r1[i] = f - r1[i]
+        res = max(res, abs(r1[i]))
+    return res / scale if scale > 0.0 else res
+
+
+@kernel
 def eom_residual(m, d, ip, fw, tau, qdd, lam, r1):
     """r1 = τ + Jᵀλ - M q̈ - h on the kinematics in ``d`` (the RNEA, O(n), no M, and Jᵀλ
     from the aggregated bodies' own J_𝒮 blocks, ``loop_jacobian``); returns |r1|∞
@@ -985,9 +1012,8 @@ def eom_residual(m, d, ip, fw, tau, qdd, lam, r1):
     the bodies' distance from the origin (a universal joint 2.2e-13 m off a free body's
     origin), and a refinement measuring with them converged to another system (q̈
     2.5e-8 off).  Overwrites ``A``, ``F`` and ``tauc``."""
-    rnea_from_kinematics(m, d, as_input(qdd), as_input(d.fext[:0]), r1)
+    open_residual(m, d, qdd, r1)
     jt = d.tauc
-    jt[:] = 0.0
     for s in range(ip[H_NA]):
         a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
         ns, r = a[A_NS], a[A_R]
@@ -1000,17 +1026,7 @@ def eom_residual(m, d, ip, fw, tau, qdd, lam, r1):
             li = lam[lpos[i]]
             for c in range(ns):
                 jt[cols[c]] += JS[i, c] * li
-    res = 0.0
-    scale = 0.0
-    for i in range(m.nb):
-        for rr in range(6):
-            scale = max(scale, abs(d.F[i, rr]))
-    for i in range(m.nv):
-        f = tau[i] + jt[i]
-        scale = max(scale, abs(f), abs(r1[i]))
-        r1[i] = f - r1[i]
-        res = max(res, abs(r1[i]))
-    return res / scale if scale > 0.0 else res
+    return close_residual(m, d, tau, r1)
 
 
 @kernel

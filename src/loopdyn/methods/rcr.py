@@ -71,7 +71,6 @@ from loopdyn.kernels.numba_internals import (
     IN,
     OUT,
     Entry,
-    as_input,
     block,
     entry,
     unliteral,
@@ -99,7 +98,6 @@ from loopdyn.methods.common import (
     take_correction,
 )
 from loopdyn.model.closures import COUPLING, TRANSLATION
-from loopdyn.tree.rnea import rnea_from_kinematics
 
 kernel = entry  # compiled like entries: no allocation, no reference counting
 
@@ -945,9 +943,8 @@ def eom_residual(m, d, ip, fw, tau, qdd, lam, r1):
     off a universal joint's centre), and a refinement measuring with them converged to
     another system (q̈ 1.2e-5 off).  Returns |r1|∞ relative to the forces that cancel in
     it.  Overwrites ``A``, ``F`` and ``tauc``."""
-    rnea_from_kinematics(m, d, as_input(qdd), as_input(d.fext[:0]), r1)
+    E.open_residual(m, d, qdd, r1)
     jt = d.tauc
-    jt[:] = 0.0
     aggb = ip[ip[R_AGGB] : ip[R_AGGB] + ip[E.H_NA] + 1]
     for s in range(ip[E.H_NA]):
         a = ip[ip[E.H_AGG] + s * E.NAGG : ip[E.H_AGG] + (s + 1) * E.NAGG]
@@ -964,17 +961,7 @@ def eom_residual(m, d, ip, fw, tau, qdd, lam, r1):
                 li = lam[lpos[i]]
                 for p in range(npth):
                     jt[cols[path[p]]] += J[i, p] * li
-    res = 0.0
-    scale = 0.0
-    for i in range(m.nb):
-        for rr in range(6):
-            scale = max(scale, abs(d.F[i, rr]))
-    for i in range(m.nv):
-        f = tau[i] + jt[i]
-        scale = max(scale, abs(f), abs(r1[i]))
-        r1[i] = f - r1[i]
-        res = max(res, abs(r1[i]))
-    return res / scale if scale > 0.0 else res
+    return E.close_residual(m, d, tau, r1)
 
 
 @kernel
