@@ -649,13 +649,17 @@ def test_multipliers_of_1e16_on_levers_of_1e_13_are_solved_exactly(method):
     an error: its ζ took Jᵀ from the closure loads placed from the world poses, whose
     levers of 1e-13..1e-18 m lost their digits (Jᵀ no longer J's transpose), and its
     refinement measured the residual the same way; both now use J's rows
-    (``common.kkt_residual``)."""
+    (``common.kkt_residual``).  Since J and γ take their levers from the model's local
+    offsets (``closure_levers``) the oracle agrees with the exact answer too."""
     model, q, v = _ball_closure_off_a_universal_centre()
     tau = np.zeros(model.nv)
     o = mx.dense_oracle(model, q, v, tau)
     assert not o.well and o.rank == 2
     out = mx.judge(mx.Mechanism(model, q, v, tau, []), method, o, data=model.create_data())
-    assert out.kind == mx.EXACT_AT_ITS_RANK, out
+    assert out.kind in (mx.AGREES, mx.EXACT_AT_ITS_RANK), out
+    res = ld.forward_dynamics(model, q, v, tau, method=method)
+    exact = mx._exact_rational(o, res, tau)
+    assert np.abs(res.qdd - exact).max() <= 1e-12 * o.scale
 
 
 @pytest.mark.parametrize("method", mx.METHODS)
@@ -716,6 +720,89 @@ def test_embeddings_refinement_measures_with_its_own_j(method):
     assert o.well
     out = mx.judge(mx.Mechanism(model, q, v, tau, []), method, o, data=model.create_data())
     assert out.kind == mx.AGREES, out
+
+
+@pytest.mark.parametrize("method", mx.METHODS)
+def test_a_lever_of_1e_13_keeps_its_digits_on_a_spinning_body(method):
+    """The family in motion (hypothesis, seed 20261127): the free body 0.5 m from the
+    world origin spins, the universal's rates are 0, so γ = -J̇q̇ is exactly 0 and the
+    closure's rows (levers 2.2e-13, 2.6e-17 m) lock the universal: q̈ of its two
+    coordinates is 0.  Built from world positions, the levers p_B - o_j lost their last
+    digits (and the 2.6e-17 ones all of them): γ came out as ω² times the lost lever
+    (2.6e-17), which the rows of 2.6e-17 turned into q̈ = 0.5 in every method and the
+    oracle alike (the oracle's least squares over the three rows, inconsistent by those
+    digits, 6e-6 from the methods).  The levers are now summed from the model's local
+    offsets along the loop (``closure_levers``): γ ~ 1e-29, q̈ of the universal 1e-13."""
+    rod = dict(mass=1.0, inertia=np.eye(3) / 6)
+    b = ld.ModelBuilder("spinning_universal_off_centre", gravity=(0.0, 0.0, -9.81))
+    b.add_body("b0", "ground", ld.Free(), xyz=(0, 0, 0.5), **rod)
+    b.add_body("b1", "b0", ld.Universal((1, 0, 0), (0, 1, 0)), xyz=(2.1988372389383394e-13, 0, 0),
+               **rod)  # fmt: skip
+    b.add_body("b2", "b1", ld.Revolute("z"), **rod)
+    b.add_body("b3", "b2", ld.Revolute("z"), **rod)
+    b.add_frame("c0_a", "b0")
+    e, f, g = -4.9343245538895844e-17, -6.78469626159818e-17, -6.1679056923619835e-18
+    b.add_frame("c0_b", "b1", xyz=(-2.198572505524771e-13, 1.323667067846219e-17,
+                                   -2.6473341356861272e-17),
+                rotation=[[1.0000000000000002, e, f], [e, 1.0000000000000002, g],
+                          [f, g, 1.0000000000000002]])  # fmt: skip
+    b.add_closure("c0", "c0_a", "c0_b", "ball")
+    model = b.build()
+    q = np.zeros(model.nq)
+    q[4:7] = 0.8164965809277261, 0.4082482904638631, 0.4082482904638631  # quaternion
+    v, tau = np.zeros(model.nv), np.zeros(model.nv)
+    v[2] = 1.0
+    assert np.abs(ld.constraint_bias(model, q, v)).max() < 1e-27
+    o = mx.dense_oracle(model, q, v, tau)
+    out = mx.judge(mx.Mechanism(model, q, v, tau, []), method, o, data=model.create_data())
+    assert out.kind == mx.AGREES, out
+    qdd = ld.forward_dynamics(model, q, v, tau, method=method).qdd
+    assert np.abs(qdd[6:8]).max() < 1e-10 * o.scale
+
+
+def _loops_placed_at(x0):
+    """A spatial 4R chain from the ground closed on the ground by a ball closure, and
+    the same chain on a free body closed on that body, every offset measured from
+    ``x0`` (dyadic numbers, so the model at x0 is the one at the origin moved exactly)."""
+    x0 = np.asarray(x0, float)
+    rod = dict(mass=0.5, com=(0.125, 0, 0), inertia=(0.01, 0.02, 0.03))
+    b = ld.ModelBuilder("placed_loops", gravity=(0.0, 0.0, -9.81))
+    base = dict(mass=2.0, inertia=(0.5, 0.25, 0.375))
+    b.add_body("f0", "ground", ld.Free(), xyz=np.add(x0, [0, 2, 0]), **base)
+    for chain, root, first in (("g", "ground", x0), ("f", "f0", (0, 0, 0))):
+        b.add_body(f"{chain}1", root, ld.Revolute("z"), xyz=first, **rod)
+        b.add_body(f"{chain}2", f"{chain}1", ld.Revolute("y"), xyz=(0.25, 0, 0), **rod)
+        b.add_body(f"{chain}3", f"{chain}2", ld.Revolute("x"), xyz=(0.5, 0, 0), **rod)
+        b.add_body(f"{chain}4", f"{chain}3", ld.Revolute("z"), xyz=(0, 0.5, 0), **rod)
+        b.add_frame(f"{chain}_tip", f"{chain}4", xyz=(0.25, 0, 0))
+        b.add_frame(f"{chain}_anchor", root, xyz=np.add(first, [0.75, 0.625, 0.0]))
+        b.add_closure(f"{chain}_ball", f"{chain}_anchor", f"{chain}_tip", "ball")
+    return b.build()
+
+
+def test_closure_kinematics_do_not_depend_on_where_the_loops_are():
+    """Φ, J, γ and every method's q̈ of two loops (one closing on the ground, one on a
+    free body) are the same at the origin and moved 2^17..2^19 m away, exactly the same
+    model: the levers are summed along the loops, not taken as differences of world
+    positions (which lose eps · 3e5 m = 7e-11 m of each lever there)."""
+    import scipy.linalg as sla
+
+    near = _loops_placed_at((0.0, 0.0, 0.0))
+    far = _loops_placed_at((2.0**17, -(2.0**18), 2.0**19))
+    angles = [0.3, -0.4, 0.5, 0.6]
+    q = ld.assemble(near, np.r_[0, 0, 0, 0.5, 0.5, 0.5, 0.5, angles, angles], fixed=[])
+    rng = np.random.default_rng(3)
+    v = sla.null_space(ld.constraint_jacobian(near, q)) @ rng.normal(size=near.nv - 6)
+    Phi_n, J_n, g_n = ld.constraints(near, q, v)
+    Phi_f, J_f, g_f = ld.constraints(far, q, v)
+    assert np.abs(Phi_f - Phi_n).max() <= 1e-15
+    assert np.abs(J_f - J_n).max() <= 1e-13 * np.abs(J_n).max()
+    assert np.abs(g_f - g_n).max() <= 1e-13 * np.abs(g_n).max()
+    tau = rng.normal(size=near.nv)
+    for method in mx.METHODS:
+        a = ld.forward_dynamics(near, q, v, tau, method=method).qdd
+        c = ld.forward_dynamics(far, q, v, tau, method=method).qdd
+        assert np.abs(c - a).max() <= 1e-12 * np.abs(a).max(), method
 
 
 def test_the_condition_estimate_is_a_lower_bound_close_to_the_true_norm():

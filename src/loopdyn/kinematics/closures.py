@@ -8,8 +8,18 @@ vectors u_w = R_A u, w_w = R_B w, n = w_w × u_w; coupling rows between two join
     coupling:     Φ = q_b - r q_a - offset,  J v = v_b - r v_a,  γ = 0
 
 and γ = -d/dt(J v) at q̈ = 0, from the velocity-product accelerations of the
-bodies (no gravity).  Everything is in the world frame.  The point of body a
+bodies (no gravity).  Everything is in world axes.  The point of body a
 coinciding with B's origin is used for body a's velocity and acceleration.
+
+Levers.  Every row's entries, loads and point motions use the levers p_B - o_j
+from B's origin to the origins of the bodies j on the paths of a and b
+(``closure_levers``, kept in ``d.lev[k, j]`` for every method), and Φ uses
+p_B - p_A.  They are summed from the model's local offsets (the frames' and the
+joints' placements, rotated) along the loop from its root, the nearest common
+ancestor of a and b, not taken as differences of world positions: a lever of
+1e-13 m on a body 0.5 m from the world origin keeps its digits (as a difference
+of world positions it would keep three), so J, γ and Jᵀλ are those of the model
+as written to its last digit, at any distance from the origin.
 """
 
 from dataclasses import dataclass
@@ -26,9 +36,9 @@ from loopdyn.model.closures import COUPLING, TRANSLATION
 from loopdyn.validation import configuration, vector, workspace
 
 # rows of the closure workspace cw (nc, 16, 3): frame A's rotation (3 rows) and
-# origin, frame B's, then the motions (ω, v, α, a) of body a's point at B's origin
-# and of B's origin on body b (world)
-_PA, _PB = 3, 7
+# p_B - p_A, frame B's rotation and origin p_B, then the motions (ω, v, α, a) of
+# body a's point at B's origin and of B's origin on body b (world axes)
+_DP, _PB = 3, 7
 
 
 @njit(cache=True)
@@ -50,18 +60,17 @@ def bias_accelerations(m, d):
 
 
 @njit(cache=True)
-def _point_motion(b, P, Xw, V, A, out):
-    """World ω, v, α, a (classical) of the point of body b at world position P into
-    ``out`` rows 0–3 (ground, b < 0: zeros)."""
+def _point_motion(b, lever, Xw, V, A, out):
+    """World ω, v, α, a (classical) of the point of body b at ``lever`` = P - o_b
+    (world axes) from its origin into ``out`` rows 0–3 (ground, b < 0: zeros)."""
     for r in range(4):
         for c in range(3):
             out[r, c] = 0.0
     if b < 0:
         return
     R = Xw[b, :3]
-    o = Xw[b, 3]
     # r = Rᵀ (P - o), body coordinates
-    d0, d1, d2 = P[0] - o[0], P[1] - o[1], P[2] - o[2]
+    d0, d1, d2 = lever[0], lever[1], lever[2]
     r0 = R[0, 0] * d0 + R[1, 0] * d1 + R[2, 0] * d2
     r1 = R[0, 1] * d0 + R[1, 1] * d1 + R[2, 1] * d2
     r2 = R[0, 2] * d0 + R[1, 2] * d1 + R[2, 2] * d2
@@ -82,12 +91,105 @@ def _point_motion(b, P, Xw, V, A, out):
 
 
 @njit(cache=True)
-def _add_jacobian_rows(topo, Xw, S, b, P, sign, r0, r1, row_int, rw, J):
-    """J[r0:r1] += sign · (closure rows) · (world point Jacobian of body b at P)."""
+def _common_ancestor(topo, a, b):
+    """The nearest common ancestor of bodies a and b (-1: the ground); parents are
+    numbered before their children."""
+    while a != b:
+        if a > b:
+            a = topo[a, 0]
+        else:
+            b = topo[b, 0]
+    return a
+
+
+@njit(cache=True, inline="always")
+def _up(Xw, Xrel, p, j, L0, L1, L2):
+    """(L0, L1, L2) + o_j - o_p: body j's origin in its parent p (-1: the ground),
+    rotated to world axes."""
+    t = Xrel[j, 3]
+    if p < 0:
+        return L0 + t[0], L1 + t[1], L2 + t[2]
+    return (
+        L0 + Xw[p, 0, 0] * t[0] + Xw[p, 0, 1] * t[1] + Xw[p, 0, 2] * t[2],
+        L1 + Xw[p, 1, 0] * t[0] + Xw[p, 1, 1] * t[1] + Xw[p, 1, 2] * t[2],
+        L2 + Xw[p, 2, 0] * t[0] + Xw[p, 2, 1] * t[1] + Xw[p, 2, 2] * t[2],
+    )
+
+
+@njit(cache=True)
+def _side_levers(m, d, k, side, c):
+    """Frame A's (side 0) or B's (side 1) origin p of closure k from the origins o_j of
+    the bodies j on its path up to the loop's root c (excluded): ``d.lev[k, j]`` =
+    p - o_j, summed from the frame's and the joints' placements; returns the last sum
+    and the origin it is measured from: (p - o_c, 0) for a body root (c >= 0), and for
+    the ground (c < 0) (p - o_r, o_r) with r the path's root body and o_r its placement
+    in the world; (0, p) for a frame on the ground."""
+    topo, Xw, Xrel, lev = m.topo, d.Xw, d.Xrel, d.lev[k]
+    b = m.cl_body[k, side]
+    x = m.cl_X[k, side, 3]
+    if b < 0:
+        return 0.0, 0.0, 0.0, x[0], x[1], x[2]
+    L0 = Xw[b, 0, 0] * x[0] + Xw[b, 0, 1] * x[1] + Xw[b, 0, 2] * x[2]
+    L1 = Xw[b, 1, 0] * x[0] + Xw[b, 1, 1] * x[1] + Xw[b, 1, 2] * x[2]
+    L2 = Xw[b, 2, 0] * x[0] + Xw[b, 2, 1] * x[1] + Xw[b, 2, 2] * x[2]
+    j = b
+    while j != c:
+        lev[j, 0], lev[j, 1], lev[j, 2] = L0, L1, L2
+        p = topo[j, 0]
+        if p < 0:
+            t = Xrel[j, 3]
+            return L0, L1, L2, t[0], t[1], t[2]
+        L0, L1, L2 = _up(Xw, Xrel, p, j, L0, L1, L2)
+        j = p
+    return L0, L1, L2, 0.0, 0.0, 0.0
+
+
+@njit(cache=True)
+def closure_levers(m, d, k):
+    """``d.lev[k, j]`` = p_B - o_j (world axes) for every body j on the paths from
+    closure k's bodies a and b to the ground; returns p_B - p_A.
+
+    Summed from local offsets (frames' and joints' placements rotated by the
+    body poses, ``Xrel`` and ``Xw``), from each frame up to the loop's root c (the
+    nearest common ancestor of a and b): p_B - o_c and p_A - o_c, their difference
+    p_B - p_A, then p_B - o_j = (p_A - o_j) + (p_B - p_A) on a's side and the sum
+    continued above c.  Where the loop closes through the ground, p_B - p_A =
+    (p_B - o_rb) - (p_A - o_ra) + (o_rb - o_ra), the last term the difference of the
+    two root bodies' world placements (the model's own numbers).  Each lever is exact
+    to the rounding of the loop's own offsets, wherever the loop is in the world.
+    """
+    topo, Xw, Xrel, lev = m.topo, d.Xw, d.Xrel, d.lev[k]
+    a, b = m.cl_body[k, 0], m.cl_body[k, 1]
+    c = _common_ancestor(topo, a, b)
+    B0, B1, B2, ob0, ob1, ob2 = _side_levers(m, d, k, 1, c)
+    A0, A1, A2, oa0, oa1, oa2 = _side_levers(m, d, k, 0, c)  # p_A - o_j for now
+    D0 = (B0 - A0) + (ob0 - oa0)  # p_B - p_A
+    D1 = (B1 - A1) + (ob1 - oa1)
+    D2 = (B2 - A2) + (ob2 - oa2)
+    j = a
+    while j != c and j >= 0:
+        lev[j, 0] += D0
+        lev[j, 1] += D1
+        lev[j, 2] += D2
+        j = topo[j, 0]
+    # the common ancestors: p_B - o_j, one lever for both sides
+    j = c
+    while j >= 0:
+        lev[j, 0], lev[j, 1], lev[j, 2] = B0, B1, B2
+        p = topo[j, 0]
+        B0, B1, B2 = _up(Xw, Xrel, p, j, B0, B1, B2)
+        j = p
+    return D0, D1, D2
+
+
+@njit(cache=True)
+def _add_jacobian_rows(topo, Xw, S, b, lev, sign, r0, r1, row_int, rw, J):
+    """J[r0:r1] += sign · (closure rows) · (world point Jacobian of body b at p_B),
+    with the levers p_B - o_j of ``lev`` (``closure_levers``)."""
     j = b
     while j >= 0:
         iv = topo[j, 3]
-        d0, d1, d2 = P[0] - Xw[j, 3, 0], P[1] - Xw[j, 3, 1], P[2] - Xw[j, 3, 2]
+        d0, d1, d2 = lev[j, 0], lev[j, 1], lev[j, 2]
         for k in range(topo[j, 5]):
             s0, s1, s2, s3, s4, s5 = (
                 S[j, 0, k],
@@ -147,9 +249,18 @@ def closure_terms(m, d, q, with_v, want_J):
                         + a1 * m.cl_X[k, side, 3, 1]
                         + a2 * m.cl_X[k, side, 3, 2]
                     )
+        cw[k, _DP, 0], cw[k, _DP, 1], cw[k, _DP, 2] = closure_levers(m, d, k)
         if with_v:
-            _point_motion(m.cl_body[k, 0], cw[k, _PB], Xw, d.V, d.A, cw[k, 8:12])
-            _point_motion(m.cl_body[k, 1], cw[k, _PB], Xw, d.V, d.A, cw[k, 12:16])
+            a, b = m.cl_body[k, 0], m.cl_body[k, 1]
+            lev = d.lev[k]
+            if a >= 0:
+                _point_motion(a, lev[a], Xw, d.V, d.A, cw[k, 8:12])
+            else:
+                cw[k, 8:12] = 0.0
+            if b >= 0:
+                _point_motion(b, lev[b], Xw, d.V, d.A, cw[k, 12:16])
+            else:
+                cw[k, 12:16] = 0.0
     # world row vectors, residuals and biases
     for rr in range(m.nr):
         k = row_int[rr, 0]
@@ -178,11 +289,7 @@ def closure_terms(m, d, q, with_v, want_J):
         nw[1] = ww[2] * uw[0] - ww[0] * uw[2]
         nw[2] = ww[0] * uw[1] - ww[1] * uw[0]
         if kind == TRANSLATION:
-            d.Phi[rr] = (
-                uw[0] * (cw[k, _PB, 0] - cw[k, _PA, 0])
-                + uw[1] * (cw[k, _PB, 1] - cw[k, _PA, 1])
-                + uw[2] * (cw[k, _PB, 2] - cw[k, _PA, 2])
-            )
+            d.Phi[rr] = uw[0] * cw[k, _DP, 0] + uw[1] * cw[k, _DP, 1] + uw[2] * cw[k, _DP, 2]
         else:
             d.Phi[rr] = uw[0] * ww[0] + uw[1] * ww[1] + uw[2] * ww[2]
         if not with_v:
@@ -234,10 +341,10 @@ def closure_terms(m, d, q, with_v, want_J):
                     J[rr, row_int[rr, 2]] -= row_vec[rr, 0, 0]
             else:
                 _add_jacobian_rows(
-                    m.topo, Xw, d.S, m.cl_body[k, 1], cw[k, _PB], 1.0, r0, r1, row_int, rw, J
+                    m.topo, Xw, d.S, m.cl_body[k, 1], d.lev[k], 1.0, r0, r1, row_int, rw, J
                 )
                 _add_jacobian_rows(
-                    m.topo, Xw, d.S, m.cl_body[k, 0], cw[k, _PB], -1.0, r0, r1, row_int, rw, J
+                    m.topo, Xw, d.S, m.cl_body[k, 0], d.lev[k], -1.0, r0, r1, row_int, rw, J
                 )
             r0 = r1
 

@@ -116,7 +116,9 @@ def closure_loads(m, d, rows, lam, fext, tauc):
 
     Row r of closure k: a force λ u_w (translation) or moment λ n (rotation) on body
     b at B's origin p_B, and its opposite on body a (world vectors of
-    ``closure_terms``); a coupling row: +λ on joint b, -ratio λ on joint a.
+    ``closure_terms``, moments about the body origins through its levers
+    ``d.lev[k]`` = p_B - o, the ones J is built with); a coupling row: +λ on joint b,
+    -ratio λ on joint a.
     """
     fext[:, :] = 0.0
     tauc[:] = 0.0
@@ -128,7 +130,6 @@ def closure_loads(m, d, rows, lam, fext, tauc):
             tauc[m.row_int[rr, 2]] -= m.row_vec[rr, 0, 0] * lam[jj]
             continue
         k = m.row_int[rr, 0]
-        P = d.cw[k, 7]
         fw0 = fw1 = fw2 = mw0 = mw1 = mw2 = 0.0
         if kind == TRANSLATION:
             fw0, fw1, fw2 = (
@@ -148,8 +149,7 @@ def closure_loads(m, d, rows, lam, fext, tauc):
                 continue
             sg = 1.0 if side == 1 else -1.0
             R = d.Xw[b, :3]
-            o = d.Xw[b, 3]
-            d0, d1, d2 = P[0] - o[0], P[1] - o[1], P[2] - o[2]
+            d0, d1, d2 = d.lev[k, b, 0], d.lev[k, b, 1], d.lev[k, b, 2]  # p_B - o_b
             # moment about the body origin: m + d × f (world), then rotate into the body frame
             t0 = mw0 + d1 * fw2 - d2 * fw1
             t1 = mw1 + d2 * fw0 - d0 * fw2

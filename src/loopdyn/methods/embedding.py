@@ -277,7 +277,7 @@ def loop_jacobian(m, d, ip, fw, s):
     sides carry the same columns, which cancel).  A coupling row (Sec. 5.1):
     J = e_b − ratio e_a.  γ_𝒮 is ``d.gamma`` on the rows (0 for a coupling).
     """
-    topo, Xw, S, rw, cw = m.topo, d.Xw, d.S, d.rw, d.cw
+    topo, Xw, S, rw = m.topo, d.Xw, d.S, d.rw
     row_int, row_vec, cl_body = m.row_int, m.row_vec, m.cl_body
     a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
     ns, r = a[A_NS], a[A_R]
@@ -300,12 +300,12 @@ def loop_jacobian(m, d, ip, fw, s):
         trans = row_int[rr, 1] == TRANSLATION
         u0, u1, u2 = rw[rr, 0, 0], rw[rr, 0, 1], rw[rr, 0, 2]
         n0, n1, n2 = rw[rr, 2, 0], rw[rr, 2, 1], rw[rr, 2, 2]
-        P0, P1, P2 = cw[k, 7, 0], cw[k, 7, 1], cw[k, 7, 2]
+        lev = d.lev[k]  # p_B - o_j (closure_levers)
         for side in range(2):
             sign = 1.0 if side == 1 else -1.0
             j = cl_body[k, side]
             while j >= 0 and aggof[j] == s:
-                d0, d1, d2 = P0 - Xw[j, 3, 0], P1 - Xw[j, 3, 1], P2 - Xw[j, 3, 2]
+                d0, d1, d2 = lev[j, 0], lev[j, 1], lev[j, 2]
                 c0 = colstart[j]
                 for kk in range(topo[j, 5]):
                     s0, s1, s2 = S[j, 0, kk], S[j, 1, kk], S[j, 2, kk]

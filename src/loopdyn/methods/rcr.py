@@ -521,7 +521,7 @@ def loop_jacobian(m, d, ip, fw, b):
     body j are its point-Jacobian columns R_j S_j, + on B's side and − on A's side.
     A coupling row: J = e_b − ratio e_a.  γ_i: ``d.gamma`` on the rows.
     """
-    topo, Xw, S, rw, cw = m.topo, d.Xw, d.S, d.rw, d.cw
+    topo, Xw, S, rw = m.topo, d.Xw, d.S, d.rw
     row_int, row_vec = m.row_int, m.row_vec
     bt = ip[ip[R_BLK] + b * NBLK : ip[R_BLK] + (b + 1) * NBLK]
     mb, npth = bt[B_M], bt[B_NP]
@@ -535,7 +535,7 @@ def loop_jacobian(m, d, ip, fw, b):
         o = ip[R_CL] + (bt[B_CL] + ci) * NCL
         k, r0, mc, npb, opb = ip[o + C_K], ip[o + C_ROW0], ip[o + C_M], ip[o + C_NPB], ip[o + C_PB]
         pb = ip[ip[R_PB] + opb : ip[R_PB] + opb + 3 * npb]
-        P0, P1, P2 = cw[k, 7, 0], cw[k, 7, 1], cw[k, 7, 2]
+        lev = d.lev[k]  # p_B - o_j (closure_levers)
         coupling = False
         for t in range(mc):
             rr = rows[r0 + t]
@@ -551,7 +551,7 @@ def loop_jacobian(m, d, ip, fw, b):
         for e in range(npb):
             j, p0 = pb[3 * e], pb[3 * e + 2]
             sign = 1.0 if pb[3 * e + 1] == 1 else -1.0
-            d0, d1, d2 = P0 - Xw[j, 3, 0], P1 - Xw[j, 3, 1], P2 - Xw[j, 3, 2]
+            d0, d1, d2 = lev[j, 0], lev[j, 1], lev[j, 2]
             for kk in range(topo[j, 5]):
                 s0, s1, s2 = S[j, 0, kk], S[j, 1, kk], S[j, 2, kk]
                 w0 = Xw[j, 0, 0] * s0 + Xw[j, 0, 1] * s1 + Xw[j, 0, 2] * s2

@@ -359,13 +359,13 @@ def _f(ip, s):
 def jacobian_blocks(m, d, ip, fw):
     """The non-vanishing blocks J_{i,j} (eq. 16), row-major p_i × n_j, into fw's Y section.
 
-    Same rows as ``kinematics.closures.closure_terms`` (world vectors ``d.rw``, B's
-    origin ``d.cw[k, 7]``; requires its kinematics), but written per (loop,
+    Same rows as ``kinematics.closures.closure_terms`` (world vectors ``d.rw``, the
+    levers p_B - o_j ``d.lev``; requires its kinematics), but written per (loop,
     subsystem) and only for the joints on the paths of the cut bodies to their
     subsystem roots.  A coupling row has its two entries, -ratio at joint a's
     coordinate and +1 at joint b's.
     """
-    topo, Xw, S, cw, rw, row_int = m.topo, d.Xw, d.S, d.cw, d.rw, m.row_int
+    topo, Xw, S, rw, row_int = m.topo, d.Xw, d.S, d.rw, m.row_int
     osub, olp, olrow, oside, opr = (
         _o(ip, _SUB),
         _o(ip, _LP),
@@ -387,7 +387,7 @@ def jacobian_blocks(m, d, ip, fw):
             for y in range(p * ip[osub + 7 * ip[opr + 5 * e + 1] + 4]):
                 fw[off + y] = 0.0
         coupling = row_int[ip[olrow + t0], 1] == COUPLING
-        P0, P1, P2 = cw[c, 7, 0], cw[c, 7, 1], cw[c, 7, 2]
+        lev = d.lev[c]  # p_B - o_j (closure_levers)
         for sd in range(2):
             b = ip[oside + 4 * x + 2 * sd]
             if b < 0:
@@ -405,7 +405,7 @@ def jacobian_blocks(m, d, ip, fw):
                 continue
             i = b
             while i >= 0:
-                d0, d1, d2 = P0 - Xw[i, 3, 0], P1 - Xw[i, 3, 1], P2 - Xw[i, 3, 2]
+                d0, d1, d2 = lev[i, 0], lev[i, 1], lev[i, 2]
                 for kk in range(topo[i, 5]):
                     s0, s1, s2 = S[i, 0, kk], S[i, 1, kk], S[i, 2, kk]
                     s3, s4, s5 = S[i, 3, kk], S[i, 4, kk], S[i, 5, kk]

@@ -57,6 +57,7 @@ FIELDS = (
     # ---- closure kinematics (loopdyn.kinematics.closures)
     ("cw", "d", False, ("nc", 16, 3)),  # frame poses and point motions of each closure
     ("rw", "d", False, ("nr", 3, 3)),  # per row: world u, w, n
+    ("lev", "d", False, ("nc", "nb", 3)),  # p_B - o_j (world axes) for the bodies j on the paths
     ("Phi", "d", False, ("nr",)),
     ("J", "d", False, ("nrd", "nv")),
     ("gamma", "d", False, ("nr",)),
