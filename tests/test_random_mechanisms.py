@@ -305,8 +305,10 @@ def test_a_vacuous_closure_gives_the_tree_answer(method):
 @pytest.mark.parametrize("method", mx.METHODS)
 def test_a_ball_closure_on_a_hinge_centre_is_vacuous_while_it_moves(method):
     """Found by hypothesis: a ball closure on the centre of a tilted hinge under a
-    spinning ball joint.  Its rows are identically zero and γ = -J̇q̇ is rounding
-    (~1e-17) that J q̈ can never match; the answer is the tree's, not an error."""
+    spinning ball joint.  Its rows are identically zero; γ = -J̇q̇ was rounding
+    (~1e-17) that J q̈ can never match, and is 0 since it comes from the motions
+    relative to the loop's root (the ball joint's body); the answer is the tree's, not
+    an error."""
     b = ld.ModelBuilder("vacuous_ball")
     b.add_body("b0", "ground", ld.Spherical(), rpy=(-0.34, 0.41, 0.84), mass=0.2,
                com=(-0.4, 0.05, 0.5), inertia=(0.001, 0.0012, 0.0013))  # fmt: skip
@@ -322,7 +324,7 @@ def test_a_ball_closure_on_a_hinge_centre_is_vacuous_while_it_moves(method):
     v, tau = np.array([-0.57, -0.04, -0.57, 0.9]), np.array([0.1, 1.5, -2.6, -1.4])
     _, J, gamma = ld.constraints(model, q, v)
     assert np.abs(J).max() < 1e-15 and ld.constraint_rank(model, q).rank == 0
-    assert np.abs(gamma).max() > 0.0  # rounding: what J q̈ cannot match
+    assert np.abs(gamma).max() < 1e-30  # the spin of the loop's root left 1e-17
     res = ld.forward_dynamics(model, q, v, tau, method=method)
     np.testing.assert_allclose(res.qdd, ld.aba(model, q, v, tau), rtol=1e-12, atol=1e-12)
 
@@ -732,7 +734,11 @@ def test_a_lever_of_1e_13_keeps_its_digits_on_a_spinning_body(method):
     (2.6e-17), which the rows of 2.6e-17 turned into q̈ = 0.5 in every method and the
     oracle alike (the oracle's least squares over the three rows, inconsistent by those
     digits, 6e-6 from the methods).  The levers are now summed from the model's local
-    offsets along the loop (``closure_levers``): γ ~ 1e-29, q̈ of the universal 1e-13."""
+    offsets along the loop (``closure_levers``): γ ~ 1e-29, q̈ of the universal 1e-13.
+    With the body also translating and tumbling, γ still held ~1e-16 (the round-off of
+    the two bodies' absolute motions, v × ω, subtracted) and q̈ of the universal was
+    -4.9; γ now comes from the motions relative to the loop's root
+    (``_relative_motions``): 0."""
     rod = dict(mass=1.0, inertia=np.eye(3) / 6)
     b = ld.ModelBuilder("spinning_universal_off_centre", gravity=(0.0, 0.0, -9.81))
     b.add_body("b0", "ground", ld.Free(), xyz=(0, 0, 0.5), **rod)
@@ -750,14 +756,17 @@ def test_a_lever_of_1e_13_keeps_its_digits_on_a_spinning_body(method):
     model = b.build()
     q = np.zeros(model.nq)
     q[4:7] = 0.8164965809277261, 0.4082482904638631, 0.4082482904638631  # quaternion
-    v, tau = np.zeros(model.nv), np.zeros(model.nv)
-    v[2] = 1.0
-    assert np.abs(ld.constraint_bias(model, q, v)).max() < 1e-27
-    o = mx.dense_oracle(model, q, v, tau)
-    out = mx.judge(mx.Mechanism(model, q, v, tau, []), method, o, data=model.create_data())
-    assert out.kind == mx.AGREES, out
-    qdd = ld.forward_dynamics(model, q, v, tau, method=method).qdd
-    assert np.abs(qdd[6:8]).max() < 1e-10 * o.scale
+    tau = np.zeros(model.nv)
+    spin = [0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
+    tumble = [0.3, -0.2, 1.0, 1.0, 0.5, 2.0]  # and translate: γ held 1e-16 of v × ω
+    for free in (spin, tumble):
+        v = np.r_[free, 0.0, 0.0, 0.7, -0.4]
+        assert np.abs(ld.constraint_bias(model, q, v)).max() < 1e-27
+        o = mx.dense_oracle(model, q, v, tau)
+        out = mx.judge(mx.Mechanism(model, q, v, tau, []), method, o, data=model.create_data())
+        assert out.kind == mx.AGREES, out
+        qdd = ld.forward_dynamics(model, q, v, tau, method=method).qdd
+        assert np.abs(qdd[6:8]).max() < 1e-10 * o.scale
 
 
 def _loops_placed_at(x0):

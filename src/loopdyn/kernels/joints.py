@@ -136,7 +136,15 @@ def body_velocity(m, d, i, v):
 
     Requires ``joint_pose`` for body i and ``V`` for its parent.
     """
-    topo, Xrel, S, V, C = m.topo, d.Xrel, d.S, d.V, d.C
+    joint_velocity(m, d, i, v, d.V, d.C, -1)
+
+
+@njit(cache=True, inline="always")
+def joint_velocity(m, d, i, v, V, C, root):
+    """``V[i]`` = iXλ V_λ + S q̇ and ``C[i]`` = V ×m (S q̇) + Ṡ q̇ (body frame), with
+    V_λ = 0 where λ is body ``root`` or the ground: body i's motion relative to
+    ``root`` (-1: the absolute motion, ``body_velocity``)."""
+    topo, Xrel, S = m.topo, d.Xrel, d.S
     lam = topo[i, 0]
     iv = topo[i, 3]
     nvj = topo[i, 5]
@@ -150,7 +158,7 @@ def body_velocity(m, d, i, v):
         j3 += S[i, 3, k] * x
         j4 += S[i, 4, k] * x
         j5 += S[i, 5, k] * x
-    if lam >= 0:
+    if lam >= 0 and lam != root:
         m0, m1, m2, m3, m4, m5 = motion_to_child_at(
             Xrel, i, V[lam, 0], V[lam, 1], V[lam, 2], V[lam, 3], V[lam, 4], V[lam, 5]
         )

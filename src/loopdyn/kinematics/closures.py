@@ -28,6 +28,7 @@ import numpy as np
 from numba import njit, types
 
 from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
+from loopdyn.kernels.joints import joint_velocity
 from loopdyn.kernels.numba_internals import BUF, IN, Entry, entry, unliteral
 from loopdyn.kernels.spatial import motion_to_child_at
 from loopdyn.kernels.views import handles
@@ -145,9 +146,10 @@ def _side_levers(m, d, k, side, c):
 
 
 @njit(cache=True)
-def closure_levers(m, d, k):
+def closure_levers(m, d, k, c):
     """``d.lev[k, j]`` = p_B - o_j (world axes) for every body j on the paths from
-    closure k's bodies a and b to the ground; returns p_B - p_A.
+    closure k's bodies a and b to the ground; returns p_B - p_A.  ``c``: the loop's
+    root, ``_common_ancestor`` of a and b.
 
     Summed from local offsets (frames' and joints' placements rotated by the
     body poses, ``Xrel`` and ``Xw``), from each frame up to the loop's root c (the
@@ -159,8 +161,7 @@ def closure_levers(m, d, k):
     to the rounding of the loop's own offsets, wherever the loop is in the world.
     """
     topo, Xw, Xrel, lev = m.topo, d.Xw, d.Xrel, d.lev[k]
-    a, b = m.cl_body[k, 0], m.cl_body[k, 1]
-    c = _common_ancestor(topo, a, b)
+    a = m.cl_body[k, 0]
     B0, B1, B2, ob0, ob1, ob2 = _side_levers(m, d, k, 1, c)
     A0, A1, A2, oa0, oa1, oa2 = _side_levers(m, d, k, 0, c)  # p_A - o_j for now
     D0 = (B0 - A0) + (ob0 - oa0)  # p_B - p_A
@@ -180,6 +181,38 @@ def closure_levers(m, d, k):
         B0, B1, B2 = _up(Xw, Xrel, p, j, B0, B1, B2)
         j = p
     return D0, D1, D2
+
+
+@njit(cache=True)
+def _relative_motions(m, d, b, c, v):
+    """``d.Vr[j]``, ``d.Ar[j]``: velocity and acceleration at q̈ = 0 relative to body
+    c (body frames) of the bodies j on the path from c (excluded) down to b.
+
+    A closure's Φ depends only on its loop's joints (the rows are invariant to a
+    motion of the loop's root c), so γ = -J̇q̇ is that of the same state with every
+    joint at and above c at rest: computed from these relative motions it holds no
+    round-off of c's own motion (a spinning, translating root 0.5 m off the origin
+    left 1e-16 in γ, against rows of 1e-17 where a lever is that small)."""
+    path, topo, Vr, Cr, Ar = d.path, m.topo, d.Vr, d.Cr, d.Ar
+    n = 0
+    j = b
+    while j != c:
+        path[n] = j
+        n += 1
+        j = topo[j, 0]
+    for t in range(n - 1, -1, -1):
+        i = path[t]
+        joint_velocity(m, d, i, v, Vr, Cr, c)
+        lam = topo[i, 0]
+        if lam != c:
+            x = motion_to_child_at(
+                d.Xrel, i, Ar[lam, 0], Ar[lam, 1], Ar[lam, 2], Ar[lam, 3], Ar[lam, 4], Ar[lam, 5]
+            )
+            for r in range(6):
+                Ar[i, r] = x[r] + Cr[i, r]
+        else:
+            for r in range(6):
+                Ar[i, r] = Cr[i, r]
 
 
 @njit(cache=True)
@@ -218,10 +251,11 @@ def _add_jacobian_rows(topo, Xw, S, b, lev, sign, r0, r1, row_int, rw, J):
 
 
 @njit(cache=True)
-def closure_terms(m, d, q, with_v, want_J):
+def closure_terms(m, d, q, v, with_v, want_J):
     """Φ, J (if ``want_J``) and γ (if ``with_v``) into ``d`` from the body poses,
     velocities and bias accelerations already there (``fk_kernel`` and, with
-    velocities, ``bias_accelerations``).  ``q`` feeds the coupling rows."""
+    velocities, ``bias_accelerations``).  ``q`` feeds the coupling rows, ``v`` the
+    motions relative to a loop's root body (``_relative_motions``)."""
     cw, rw, Xw = d.cw, d.rw, d.Xw
     row_int, row_vec = m.row_int, m.row_vec
     # frame poses: R_A, p_A, R_B, p_B (world), and the motions at B's origin
@@ -249,18 +283,20 @@ def closure_terms(m, d, q, with_v, want_J):
                         + a1 * m.cl_X[k, side, 3, 1]
                         + a2 * m.cl_X[k, side, 3, 2]
                     )
-        cw[k, _DP, 0], cw[k, _DP, 1], cw[k, _DP, 2] = closure_levers(m, d, k)
+        a, b = m.cl_body[k, 0], m.cl_body[k, 1]
+        c = _common_ancestor(m.topo, a, b)
+        cw[k, _DP, 0], cw[k, _DP, 1], cw[k, _DP, 2] = closure_levers(m, d, k, c)
         if with_v:
-            a, b = m.cl_body[k, 0], m.cl_body[k, 1]
+            # motions at p_B: absolute for a loop through the ground, else relative to
+            # its root c (a side whose body is c itself is at rest)
+            V, A = d.V, d.A
+            if c >= 0:
+                V, A = d.Vr, d.Ar
+                _relative_motions(m, d, a, c, v)
+                _relative_motions(m, d, b, c, v)
             lev = d.lev[k]
-            if a >= 0:
-                _point_motion(a, lev[a], Xw, d.V, d.A, cw[k, 8:12])
-            else:
-                cw[k, 8:12] = 0.0
-            if b >= 0:
-                _point_motion(b, lev[b], Xw, d.V, d.A, cw[k, 12:16])
-            else:
-                cw[k, 12:16] = 0.0
+            _point_motion(a if a != c else -1, lev[max(a, 0)], Xw, V, A, cw[k, 8:12])
+            _point_motion(b if b != c else -1, lev[max(b, 0)], Xw, V, A, cw[k, 12:16])
     # world row vectors, residuals and biases
     for rr in range(m.nr):
         k = row_int[rr, 0]
@@ -356,7 +392,7 @@ def constraint_kernel(m, d, q, v, want_J):
     fk_kernel(m, d, q, v)
     if with_v:
         bias_accelerations(m, d)
-    closure_terms(m, d, q, with_v, want_J)
+    closure_terms(m, d, q, v, with_v, want_J)
 
 
 @entry

@@ -1536,7 +1536,7 @@ def _kinematics(m, d, pb, q, v):
     Returns Φ's pivot ratio or 0.0 (``info`` says why)."""
     fk_kernel(m, d, q, v)
     bias_accelerations(m, d)
-    closure_terms(m, d, q, unliteral(True), unliteral(False))
+    closure_terms(m, d, q, v, unliteral(True), unliteral(False))
     ratio = denoc_rates(m, d, pb, v)
     if ratio > 0.0:
         row_wrenches(m, d, pb)

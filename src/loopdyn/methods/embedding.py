@@ -857,7 +857,7 @@ def embedding_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     # kinematics: poses, S, velocities, c = v ×m S q̇ + Ṡ q̇; closure rows and γ (eq. 58)
     fk_kernel(m, d, q, v)
     bias_accelerations(m, d)
-    closure_terms(m, d, q, unliteral(True), ip[H_WANTJ] != 0)
+    closure_terms(m, d, q, v, unliteral(True), ip[H_WANTJ] != 0)
     quality, rel, ascale = articulated_pass(m, d, ip, fw, tau, qdd, lam, unliteral(True))
     if quality < 0.0:
         d.diag[DIAG_QUALITY] = 0.0
@@ -1127,7 +1127,7 @@ def partition_entry(ctx, pbuf, q):
     m, d = handles(ctx)
     ip, fw = plan_views(pbuf)
     fk_kernel(m, d, q, q[:0])
-    closure_terms(m, d, q, unliteral(False), unliteral(False))
+    closure_terms(m, d, q, q[:0], unliteral(False), unliteral(False))
     worst = 1.0
     for s in range(ip[H_NA]):
         worst = min(worst, partition(m, d, ip, fw, s))

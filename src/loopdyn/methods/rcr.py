@@ -860,7 +860,7 @@ def rcr_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     # kinematics: poses, S, velocities, c = v ×m S q̇ + Ṡ q̇; closure rows and γ
     fk_kernel(m, d, q, v)
     bias_accelerations(m, d)
-    closure_terms(m, d, q, unliteral(True), ip[E.H_WANTJ] != 0)
+    closure_terms(m, d, q, v, unliteral(True), ip[E.H_WANTJ] != 0)
     quality, rel, ascale = recursion(m, d, ip, fw, tau, qdd, lam, unliteral(True))
     if quality < 0.0:
         d.diag[DIAG_QUALITY] = 0.0

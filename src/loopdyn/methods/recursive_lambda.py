@@ -71,7 +71,7 @@ def recursive_lambda_kernel(m, d, q, v, tau, qdd, lam):
     # kinematics, closure rows J and γ = -J̇q̇ (world poses Xw place the cut-joint loads)
     fk_kernel(m, d, q, v)
     bias_accelerations(m, d)
-    closure_terms(m, d, q, unliteral(True), unliteral(True))
+    closure_terms(m, d, q, v, unliteral(True), unliteral(True))
     # η: the tree without its closures (13); leaves the articulated-body factors in d
     if aba_from_kinematics(m, d, unliteral(0), m.nb, tau, as_input(d.fext[:0]), qdd) >= 0:
         return SINGULAR

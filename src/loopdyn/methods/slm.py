@@ -30,7 +30,7 @@ from loopdyn.methods.common import (
     SINGULAR,
     STALL_TOL,
     accept,
-    closure_loads,
+    closure_forces,
     input_status,
     kkt_residual,
     max_abs,
@@ -53,11 +53,9 @@ def slm_kernel(m, d, q, v, tau, qdd, lam):
         d.diag[0] = ratio
         return SINGULAR
     eta = max_abs(d.x)  # |M⁻¹ φ|∞, the unconstrained accelerations
-    # q̈ by the O(n) tree algorithm with λ as external loads (eq. 11)
-    closure_loads(m, d, d.rows, lam, d.fext, d.tauc)
-    for i in range(m.nv):
-        d.x[i] = tau[i] + d.tauc[i]
-    if aba_from_kinematics(m, d, unliteral(0), m.nb, as_input(d.x), as_input(d.fext), qdd) >= 0:
+    # q̈ by the O(n) tree algorithm with λ's loads (eq. 11) as the joint forces Jᵀλ
+    closure_forces(m, d, tau, lam, r, d.x)
+    if aba_from_kinematics(m, d, unliteral(0), m.nb, as_input(d.x), as_input(d.fext[:0]), qdd) >= 0:
         return SINGULAR
     d.diag[DIAG_REFINED] = 0.0
     if ratio < REFINE_RATIO and refine(m, d, tau, qdd, lam, r, max(eta, max_abs(qdd))) < 0:

@@ -62,6 +62,7 @@ from loopdyn.methods.common import (
     STALL_TOL,
     aba_pivot_ratio,
     accept,
+    closure_forces,
     closure_loads,
     input_status,
     kkt_residual,
@@ -943,7 +944,7 @@ def sslm_terms(m, d, ip, fw, q, v, tau, want_J):
             phi[i] = tau[i] - phi[i]
         bias_accelerations(m, d)  # overwrites the RNEA's accelerations
     # the cut joints' frames, world row vectors and γ = -J̇ q̇
-    closure_terms(m, d, q, with_v, want_J)
+    closure_terms(m, d, q, v, with_v, want_J)
     jacobian_blocks(m, d, ip, fw)
     subsystem_gims(m, d, ip, fw)
 
@@ -966,13 +967,11 @@ def sslm_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     for t in range(ip[_NR]):
         lam[ip[olout + t]] = fw[flam + t]
     eta = phi_hat_max(ip, fw, d.x)
-    # λ as external loads on the cut bodies (body frames) and joints (couplings); then
+    # λ's loads on the cut bodies as the joint forces Jᵀλ (``closure_forces``); then
     # q̈_j by the tree algorithm.  The forest's ABA runs the subsystems' ABAs one after
     # the other (independent: ``subsystem_accelerations(..., parallel=True)`` splits them).
-    closure_loads(m, d, d.rows, lam, d.fext, d.tauc)
-    for i in range(m.nv):
-        d.x[i] = tau[i] + d.tauc[i]
-    if aba_from_kinematics(m, d, unliteral(0), m.nb, as_input(d.x), as_input(d.fext), qdd) >= 0:
+    closure_forces(m, d, tau, lam, r, d.x)
+    if aba_from_kinematics(m, d, unliteral(0), m.nb, as_input(d.x), as_input(d.fext[:0]), qdd) >= 0:
         return SINGULAR
     # refinement where the block elimination or the tree recursion may have lost accuracy
     d.diag[DIAG_REFINED] = 0.0

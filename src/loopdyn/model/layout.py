@@ -58,6 +58,10 @@ FIELDS = (
     ("cw", "d", False, ("nc", 16, 3)),  # frame poses and point motions of each closure
     ("rw", "d", False, ("nr", 3, 3)),  # per row: world u, w, n
     ("lev", "d", False, ("nc", "nb", 3)),  # p_B - o_j (world axes) for the bodies j on the paths
+    ("Vr", "d", False, ("nb", 6)),  # velocity relative to a loop's root (body frame)
+    ("Cr", "d", False, ("nb", 6)),  # ... its velocity-product acceleration
+    ("Ar", "d", False, ("nb", 6)),  # ... and its acceleration at q̈ = 0
+    ("path", "d", True, ("nb",)),  # scratch: the bodies of a path
     ("Phi", "d", False, ("nr",)),
     ("J", "d", False, ("nrd", "nv")),
     ("gamma", "d", False, ("nr",)),

@@ -523,7 +523,7 @@ def _record(fn, S, k, t, y, O, u):
             LAM[k, a] = np.nan
     # one kinematics pass with velocities: Φ, J (no γ), and V, Xw for the energy
     fk_kernel(m, d, as_input(q), as_input(v))
-    closure_terms(m, d, as_input(q), unliteral(False), unliteral(True))
+    closure_terms(m, d, as_input(q), as_input(v), unliteral(False), unliteral(True))
     rp = rv = 0.0
     for a in range(m.nr):
         rp = max(rp, abs(d.Phi[a]))
