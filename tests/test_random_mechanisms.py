@@ -819,6 +819,45 @@ def test_closure_kinematics_do_not_depend_on_where_the_loops_are():
         assert np.abs(c - a).max() <= 1e-12 * np.abs(a).max(), method
 
 
+@pytest.mark.parametrize("method", mx.METHODS)
+def test_augmented_refines_to_the_size_of_qdd_not_of_the_multipliers(method):
+    """A universal closure whose frames sit 6e-8 m off the joint centres, at rest
+    (hypothesis, seed 20261128): rows of 6e-8 next to rows of 1, KKT cond 2e15,
+    multipliers of 1.6e8.  augmented (and the four methods that fall back to it) judged
+    its refinement converged when a correction fell below 4e-16 of the size of the
+    combined terms, (|φ| + |J||λ|) / M_ii = 1e11, i.e. 3e-5: q̈ was left 1.03e-8 of the
+    scale from the exact answer without an error.  Corrections are now judged against
+    the size of q̈ and of the free accelerations; five steps reach 7e-16."""
+    rod = dict(mass=1.0, inertia=np.eye(3) / 6)
+    b = ld.ModelBuilder("universal_off_centres", gravity=(0.0, 0.0, -9.81))
+    b.add_body("b0", "ground", ld.Spherical(), rpy=(0.0, 1.0, 0.5), **rod)
+    b.add_body("b1", "ground", ld.Universal((1, 0, 0), (0, 1, 0)), xyz=(0, 0.5, 0),
+               mass=31.622776601683793, inertia=(1.3176156917368247, 3.2940392293420615,
+                                                 3.2940392293420615))  # fmt: skip
+    b.add_body("b2", "b0", ld.Fixed(), xyz=(0, 0.5, 0), **rod)
+    b.add_body("b3", "b2", ld.Revolute("z"), **rod)
+    b.add_body("b4", "b3", ld.Fixed(), **rod)
+    thin = (0.08463541666666666, 0.08365885416666666, 0.0016276041666666665)
+    b.add_body("b5", "b4", ld.Revolute("z"), mass=1.0, inertia=thin)
+    b.add_frame("c0_a", "b0", xyz=(0, 0, 5.960464477539063e-08))
+    rot = [[-0.4741598817790379, 0.479425538604203, 0.7384602626041288],
+           [-0.2590347239999257, -0.8775825618903728, 0.4034226801113349],
+           [0.8414709848078965, 0.0, 0.5403023058681398]]  # fmt: skip
+    b.add_frame("c0_b", "b1", xyz=(4.4015661633260773e-08, -0.4999999759541345,
+                                   3.2204527012594924e-08), rotation=rot)  # fmt: skip
+    b.add_closure("c0", "c0_a", "c0_b", "universal", axis=(1, 0, 0), axis2=(0, 1, 0))
+    model = b.build()
+    q = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    v = tau = np.zeros(model.nv)
+    o = mx.dense_oracle(model, q, v, tau)
+    assert not o.well and o.cond > 1e14
+    out = mx.judge(mx.Mechanism(model, q, v, tau, []), method, o, data=model.create_data())
+    assert out.kind == mx.AGREES, out
+    res = ld.forward_dynamics(model, q, v, tau, method=method)
+    exact = mx._exact_rational(o, res, tau)
+    assert np.abs(res.qdd - exact).max() <= 1e-13 * o.scale
+
+
 def test_the_condition_estimate_is_a_lower_bound_close_to_the_true_norm():
     """``lu_inverse_norm`` ≤ ‖U⁻¹‖₁ always (it is ‖U⁻¹ y‖ / ‖y‖), within a factor 30 on
     random matrices (99 % within 8; worst of 500 random 40×40: 19), and finds the

@@ -108,7 +108,10 @@ def augmented_kernel(m, d, q, v, tau, qdd, lam):
         EPS * ascale > ONE_SOLVE_TOL * ratio * qscale
         and not kkt_norm(m, d, sc) * lu_inverse_norm(K, n + r, rhs) <= REFINE_LU_COND
     ):
-        if refine(m, d, tau, qdd, lam, r, max(ascale, max_abs(qdd))) < 0:
+        # corrections are judged against the size of q̈ and of the free accelerations
+        # (as slm's and sslm's), not against ascale: with multipliers of 1e8 ascale is
+        # 1e11, and a correction of 3e-5 counted as converged, leaving q̈ 1e-8 off
+        if refine(m, d, tau, qdd, lam, r, qscale) < 0:
             return INACCURATE
     return accept(m, d, ratio, qdd, lam, r, ascale)
 
