@@ -857,6 +857,80 @@ def test_augmented_refines_to_the_size_of_qdd_not_of_the_multipliers(method):
     assert np.abs(res.qdd - exact).max() <= 1e-13 * o.scale
 
 
+def test_augmented_refines_a_mass_matrix_of_cond_4e9():
+    """A chain with mass ratios 0.01..1000 and coincident hinge axes (cond M 3.8e9), a
+    vacuous ball closure, at rest with one joint force (hypothesis, seed 20261129): the
+    O(n) methods are 1e-12 from the oracle; augmented's one LU solve of M was 1.55e-8
+    off and refined by neither trigger (pivot ratio 3.7e-9 > ``REFINE_LU_RATIO``, its
+    condition estimate < 1e11).  ``REFINE_LU_COND`` is now 1e8 (one solve's error ~
+    cond·eps): it refines, 1e-12."""
+    from loopdyn.methods.common import DIAG_REFINED
+
+    def rod(m, ix, iy, iz):
+        return dict(mass=m, inertia=np.diag([ix, iy, iz]))
+
+    cube, slab = (
+        rod(1.0, 1 / 6, 1 / 6, 1 / 6),
+        rod(1.0, 1 / 6, 0.10416666666666666, 0.10416666666666666),
+    )
+    b = ld.ModelBuilder("mass_ratios", gravity=(0.0, 0.0, -9.81))
+    b.add_body("b0", "ground", ld.Revolute("z"), **cube)
+    b.add_body("b1", "b0", ld.Spherical(), **slab)
+    b.add_body(
+        "b2",
+        "b1",
+        ld.Revolute((-1, 0, 0)),
+        **rod(1.0, 0.08598657890285133, 0.03824404141876704, 0.10557109365495171),
+    )
+    b.add_body(
+        "b3",
+        "b2",
+        ld.Spherical(),
+        **rod(0.01, 0.0008341471354166667, 0.0008337910970052084, 1.2715657552083335e-06),
+    )
+    b.add_body(
+        "b4", "b3", ld.Revolute("z"), **rod(10.0, 5 / 3, 1.0416666666666667, 1.0416666666666667)
+    )
+    b.add_body("b5", "b4", ld.Revolute("z"), **cube)
+    b.add_body(
+        "b6",
+        "b5",
+        ld.Revolute("z"),
+        **rod(1.0, 0.10416666666666666, 0.10416666666666666, 0.041666666666666664),
+    )
+    b.add_body("b7", "b6", ld.Revolute("z"), **rod(10.0, 5 / 3, 5 / 3, 5 / 3))
+    b.add_body(
+        "b8",
+        "b7",
+        ld.Revolute("y"),
+        xyz=(0, 0.5, 0),
+        **rod(1.0, 0.08854166666666666, 1 / 6, 0.08854166666666666),
+    )
+    b.add_body("b9", "b8", ld.Revolute("z"), **cube)
+    b.add_body(
+        "b10",
+        "b9",
+        ld.Revolute("y"),
+        **rod(1000.0, 88.54166666666666, 166.66666666666666, 88.54166666666666),
+    )
+    b.add_body("b11", "b10", ld.Revolute("z"), **cube)
+    b.add_frame("c0_a", "b0")
+    b.add_frame("c0_b", "b1", rotation=[[-1.0, 0, 0], [0, -1.0, 0], [0, 0, 1.0]])
+    b.add_closure("c0", "c0_a", "c0_b", "ball")
+    model = b.build()
+    q = np.zeros(model.nq)
+    q[4] = q[9] = 1.0  # the two spherical joints' quaternions
+    v, tau = np.zeros(model.nv), np.zeros(model.nv)
+    tau[11] = 1.0
+    o = mx.dense_oracle(model, q, v, tau)
+    assert o.cond_M > 1e9
+    d = model.create_data()
+    out = mx.judge(mx.Mechanism(model, q, v, tau, []), "augmented", o, data=d)
+    assert out.kind == mx.AGREES and out.error < 1e-10, out
+    assert d.diag[DIAG_REFINED] > 0
+    assert mx.relative_error(ld.aba(model, q, v, tau), o) < 1e-10
+
+
 def test_the_condition_estimate_is_a_lower_bound_close_to_the_true_norm():
     """``lu_inverse_norm`` ≤ ‖U⁻¹‖₁ always (it is ‖U⁻¹ y‖ / ‖y‖), within a factor 30 on
     random matrices (99 % within 8; worst of 500 random 40×40: 19), and finds the
