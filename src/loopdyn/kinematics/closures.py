@@ -42,22 +42,28 @@ from loopdyn.validation import configuration, vector, workspace
 _DP, _PB = 3, 7
 
 
+@njit(cache=True, inline="always")
+def _bias_step(m, d, i, A, C, root):
+    """``A[i]`` = iXλ A[λ] + C[i] (body frame), A[λ] = 0 where λ is body ``root`` or
+    the ground."""
+    lam = m.topo[i, 0]
+    if lam >= 0 and lam != root:
+        a = motion_to_child_at(
+            d.Xrel, i, A[lam, 0], A[lam, 1], A[lam, 2], A[lam, 3], A[lam, 4], A[lam, 5]
+        )
+        for r in range(6):
+            A[i, r] = a[r] + C[i, r]
+    else:
+        for r in range(6):
+            A[i, r] = C[i, r]
+
+
 @njit(cache=True)
 def bias_accelerations(m, d):
     """``A[i]``: body accelerations at q̈ = 0 without gravity, a_i = iXλ a_λ + c_i (body
     frame), from ``Xrel`` and ``C`` (``fk_kernel`` with velocities)."""
-    A, C = d.A, d.C
     for i in range(m.nb):
-        lam = m.topo[i, 0]
-        if lam >= 0:
-            a = motion_to_child_at(
-                d.Xrel, i, A[lam, 0], A[lam, 1], A[lam, 2], A[lam, 3], A[lam, 4], A[lam, 5]
-            )
-            for r in range(6):
-                A[i, r] = a[r] + C[i, r]
-        else:
-            for r in range(6):
-                A[i, r] = C[i, r]
+        _bias_step(m, d, i, d.A, d.C, -1)
 
 
 @njit(cache=True)
@@ -203,16 +209,7 @@ def _relative_motions(m, d, b, c, v):
     for t in range(n - 1, -1, -1):
         i = path[t]
         joint_velocity(m, d, i, v, Vr, Cr, c)
-        lam = topo[i, 0]
-        if lam != c:
-            x = motion_to_child_at(
-                d.Xrel, i, Ar[lam, 0], Ar[lam, 1], Ar[lam, 2], Ar[lam, 3], Ar[lam, 4], Ar[lam, 5]
-            )
-            for r in range(6):
-                Ar[i, r] = x[r] + Cr[i, r]
-        else:
-            for r in range(6):
-                Ar[i, r] = Cr[i, r]
+        _bias_step(m, d, i, Ar, Cr, c)
 
 
 @njit(cache=True)
