@@ -1008,10 +1008,11 @@ def eom_residual(m, d, ip, fw, tau, qdd, lam, r1):
     from the aggregated bodies' own J_𝒮 blocks, ``loop_jacobian``); returns |r1|∞
     relative to the size of the forces that cancel in it, max(|τ + Jᵀλ|∞, |M q̈ + h|∞,
     the joint wrenches |F_i|∞ the RNEA projects).  Jᵀλ is not taken from λ's closure
-    loads: placed at world-pose levers, those lose the digits of a lever small against
-    the bodies' distance from the origin (a universal joint 2.2e-13 m off a free body's
-    origin), and a refinement measuring with them converged to another system (q̈
-    2.5e-8 off).  Overwrites ``A``, ``F`` and ``tauc``."""
+    loads: carried through the tree they are the transpose of J only to rounding (they
+    cancel in the cut bodies' common ancestors to eps·|λ|; when they were placed from
+    world positions, a universal joint 2.2e-13 m off a free body's origin left a
+    refinement measuring with them converged to another system, q̈ 2.5e-8 off).
+    Overwrites ``A``, ``F`` and ``tauc``."""
     open_residual(m, d, qdd, r1)
     jt = d.tauc
     for s in range(ip[H_NA]):

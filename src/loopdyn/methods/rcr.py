@@ -938,11 +938,12 @@ def recursion(m, d, ip, fw, tau, qdd, lam, bias):
 def eom_residual(m, d, ip, fw, tau, qdd, lam, r1):
     """r1 = τ + Jᵀλ − M q̈ − h on the kinematics in ``d``, as ``embedding.eom_residual``
     but with Jᵀλ from RCR's own loop blocks J_i (``loop_jacobian``), the J its solve
-    uses: λ's closure loads, wrenches placed at world-pose levers, lose the digits of a
-    lever small against the bodies' distance from the origin (a ball closure 2.2e-13 m
-    off a universal joint's centre), and a refinement measuring with them converged to
-    another system (q̈ 1.2e-5 off).  Returns |r1|∞ relative to the forces that cancel in
-    it.  Overwrites ``A``, ``F`` and ``tauc``."""
+    uses: λ's closure loads carried through the tree are its transpose only to rounding
+    (they cancel in the cut bodies' common ancestors to eps·|λ|; when they were placed
+    from world positions, a ball closure 2.2e-13 m off a universal joint's centre left a
+    refinement measuring with them converged to another system, q̈ 1.2e-5 off).
+    Returns |r1|∞ relative to the forces that cancel in it.  Overwrites ``A``, ``F`` and
+    ``tauc``."""
     E.open_residual(m, d, qdd, r1)
     jt = d.tauc
     aggb = ip[ip[R_AGGB] : ip[R_AGGB] + ip[E.H_NA] + 1]

@@ -68,7 +68,7 @@ def recursive_lambda_kernel(m, d, q, v, tau, qdd, lam):
     r = d.nrows
     nv = m.nv
     rows, J, zeta, JZ = d.rows, d.J, d.Y, d.Sm
-    # kinematics, closure rows J and γ = -J̇q̇ (world poses Xw place the cut-joint loads)
+    # kinematics, closure rows J and γ = -J̇q̇ (and the levers d.lev of the cut-joint loads)
     fk_kernel(m, d, q, v)
     bias_accelerations(m, d)
     closure_terms(m, d, q, v, unliteral(True), unliteral(True))
