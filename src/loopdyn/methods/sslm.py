@@ -46,7 +46,6 @@ from loopdyn.kernels.numba_internals import (
     entry,
     unliteral,
 )
-from loopdyn.kernels.spatial import rigid_inertia_to_parent_add
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms, constraint_kernel
 from loopdyn.kinematics.frames import fk_kernel
@@ -71,9 +70,9 @@ from loopdyn.methods.common import (
     take_correction,
 )
 from loopdyn.methods.slm import slm_multipliers
-from loopdyn.model.closures import COUPLING, TRANSLATION
 from loopdyn.topology.mechanism import elimination_order, topology
 from loopdyn.tree.aba import aba_bodies, aba_from_kinematics
+from loopdyn.tree.crba import composite_inertias, crba_columns
 from loopdyn.tree.rnea import rnea_from_kinematics
 from loopdyn.validation import configuration, vector, workspace
 
@@ -81,7 +80,7 @@ from loopdyn.validation import configuration, vector, workspace
 # header of the packed int64 plan: counts, then section offsets
 _NS, _NL, _NE, _NBLK, _NT, _NNB, _NUP, _NR, _NB = range(9)
 _SECTIONS = (
-    "sub", "topo", "lp", "lrow", "lout", "side", "pr", "bk", "tm", "nbp", "nbl", "upp", "upl",
+    "sub", "topo", "lp", "lrow", "lout", "pr", "bk", "tm", "nbp", "nbl", "upp", "upl",
     "dpar", "sup", "ix", "pd", "td", "kd", "nd", "ud",
 )  # fmt: skip
 # float workspace sections (offsets stored in the plan header too)
@@ -104,7 +103,6 @@ class SSLMPlan:
     - ``lp`` (nl, 6): closure index, p (rows), first internal row, diagonal block,
       first incidence pair, number of pairs (1 or 2)
     - ``lrow`` / ``lout`` (r,): global row and position in ``rows`` of each internal row
-    - ``side`` (nl, 2, 2): body and incidence pair of the closure's sides a (0) and b (1)
     - ``pr`` (ne, 5): loop, subsystem, offset of Y_{i,j} (p × n_j) in the Y buffer,
       offset and length of its support in ``sup``
     - ``bk`` (nblk, 3): row loop, column loop (row >= column), offset in G and W
@@ -195,7 +193,7 @@ class SSLMPlan:
         nl = len(order)
         lp = np.zeros((nl, 6), dtype=np.int64)
         lrow, lout = [], []
-        pr, side, supports = [], np.full((nl, 2, 2), -1, dtype=np.int64), []
+        pr, supports = [], []
         yoff = 0
         for x, k in enumerate(order):
             lp[x, 0], lp[x, 1], lp[x, 2] = k, len(sel[k]), len(lrow)
@@ -203,9 +201,7 @@ class SSLMPlan:
             lout.extend(pos_of_row[r] for r in sel[k])
             lp[x, 4] = len(pr)
             loop = topo.loops[k]
-            pair_of = {}
             for j in loop.subsystems:
-                pair_of[j] = len(pr)
                 supp = set()
                 for b in (loop.body_a, loop.body_b):
                     if b >= 0 and topo.subsystem_of_body[b] == j:
@@ -214,9 +210,6 @@ class SSLMPlan:
                 pr.append((x, j, yoff, 0, len(supp)))
                 yoff += len(sel[k]) * sub[j, 4]
             lp[x, 5] = len(loop.subsystems)
-            for sd, b in enumerate((loop.body_a, loop.body_b)):
-                if b >= 0:
-                    side[x, sd] = (b, pair_of[int(topo.subsystem_of_body[b])])
         pr = np.array(pr, dtype=np.int64).reshape(-1, 5)
         sup = []
         for e, lst in enumerate(supports):
@@ -261,7 +254,7 @@ class SSLMPlan:
         self.sizes = dict(I=ioff, Y=yoff, G=goff, r=len(lrow))
         parts = {
             "sub": sub, "topo": tloc, "lp": lp, "lrow": np.array(lrow, np.int64),
-            "lout": np.array(lout, np.int64), "side": side, "pr": pr, "bk": bk,
+            "lout": np.array(lout, np.int64), "pr": pr, "bk": bk,
             "tm": np.array(tm, np.int64).reshape(-1, 5), "nbp": np.array(nbp, np.int64),
             "nbl": np.array(nbl, np.int64).reshape(-1, 2), "upp": np.array(upp, np.int64),
             "upl": np.array(upl, np.int64).reshape(-1, 3), "dpar": dpar,
@@ -339,8 +332,8 @@ def plan_views(pbuf):
 # The kernels index the packed plan ``ip`` and the float workspace ``fw`` directly
 # (offset arithmetic, no views: a view costs reference-count updates, which at
 # these sizes would cost as much as the arithmetic).
-_SUB, _TOPO, _LP, _LROW, _LOUT, _SIDE, _PR, _BK, _TM, _NBP, _NBL, _UPP, _UPL = range(13)
-_DPAR, _SUP, _IX, _PD, _TD, _KD, _ND, _UD = range(13, 21)
+_SUB, _TOPO, _LP, _LROW, _LOUT, _PR, _BK, _TM, _NBP, _NBL, _UPP, _UPL = range(12)
+_DPAR, _SUP, _IX, _PD, _TD, _KD, _ND, _UD = range(12, 20)
 _PHI, _ZEROS, _I, _Y, _Z, _G, _W, _PSI, _LAM, _DINV = range(10)
 
 
@@ -360,74 +353,23 @@ def _f(ip, s):
 def jacobian_blocks(m, d, ip, fw):
     """The non-vanishing blocks J_{i,j} (eq. 16), row-major p_i × n_j, into fw's Y section.
 
-    Same rows as ``kinematics.closures.closure_terms`` (world vectors ``d.rw``, the
-    levers p_B - o_j ``d.lev``; requires its kinematics), but written per (loop,
-    subsystem) and only for the joints on the paths of the cut bodies to their
-    subsystem roots.  A coupling row has its two entries, -ratio at joint a's
-    coordinate and +1 at joint b's.
+    Copied from the dense J of ``kinematics.closures.closure_terms`` (``d.J``, which
+    the acceptance check reads anyway): block (i, j) is loop i's rows restricted to
+    subsystem j's coordinates, J's row being zero outside the joints on the paths of
+    the cut bodies (a coupling row: -ratio at joint a's coordinate, +1 at joint b's).
+    Forming the rows once and slicing them costs less than walking the paths twice.
     """
-    topo, Xw, S, rw, row_int = m.topo, d.Xw, d.S, d.rw, m.row_int
-    osub, olp, olrow, oside, opr = (
-        _o(ip, _SUB),
-        _o(ip, _LP),
-        _o(ip, _LROW),
-        _o(ip, _SIDE),
-        _o(ip, _PR),
-    )
+    J = d.J
+    osub, olp, olrow, opr = _o(ip, _SUB), _o(ip, _LP), _o(ip, _LROW), _o(ip, _PR)
     fy = _f(ip, _Y)
-    for x in range(ip[_NL]):
-        c, p, t0, e0, ne = (
-            ip[olp + 6 * x],
-            ip[olp + 6 * x + 1],
-            ip[olp + 6 * x + 2],
-            ip[olp + 6 * x + 4],
-            ip[olp + 6 * x + 5],
-        )
-        for e in range(e0, e0 + ne):
-            off = fy + ip[opr + 5 * e + 2]
-            for y in range(p * ip[osub + 7 * ip[opr + 5 * e + 1] + 4]):
-                fw[off + y] = 0.0
-        coupling = row_int[ip[olrow + t0], 1] == COUPLING
-        lev = d.lev[c]  # p_B - o_j (closure_levers)
-        for sd in range(2):
-            b = ip[oside + 4 * x + 2 * sd]
-            if b < 0:
-                continue
-            e = ip[oside + 4 * x + 2 * sd + 1]
-            sign = 1.0 if sd == 1 else -1.0
-            j = ip[opr + 5 * e + 1]
-            n, v0 = ip[osub + 7 * j + 4], ip[osub + 7 * j + 3]
-            off = fy + ip[opr + 5 * e + 2]
-            if coupling:
-                # J = e_b - r e_a: the joints moving bodies b (side 1) and a (side 0)
-                rr = ip[olrow + t0]
-                val = 1.0 if sd == 1 else -m.row_vec[rr, 0, 0]
-                fw[off + row_int[rr, 2 + sd] - v0] += val
-                continue
-            i = b
-            while i >= 0:
-                d0, d1, d2 = lev[i, 0], lev[i, 1], lev[i, 2]
-                for kk in range(topo[i, 5]):
-                    s0, s1, s2 = S[i, 0, kk], S[i, 1, kk], S[i, 2, kk]
-                    s3, s4, s5 = S[i, 3, kk], S[i, 4, kk], S[i, 5, kk]
-                    w0 = Xw[i, 0, 0] * s0 + Xw[i, 0, 1] * s1 + Xw[i, 0, 2] * s2
-                    w1 = Xw[i, 1, 0] * s0 + Xw[i, 1, 1] * s1 + Xw[i, 1, 2] * s2
-                    w2 = Xw[i, 2, 0] * s0 + Xw[i, 2, 1] * s1 + Xw[i, 2, 2] * s2
-                    u0 = Xw[i, 0, 0] * s3 + Xw[i, 0, 1] * s4 + Xw[i, 0, 2] * s5
-                    u1 = Xw[i, 1, 0] * s3 + Xw[i, 1, 1] * s4 + Xw[i, 1, 2] * s5
-                    u2 = Xw[i, 2, 0] * s3 + Xw[i, 2, 1] * s4 + Xw[i, 2, 2] * s5
-                    vv0 = u0 + w1 * d2 - w2 * d1
-                    vv1 = u1 + w2 * d0 - w0 * d2
-                    vv2 = u2 + w0 * d1 - w1 * d0
-                    col = off + topo[i, 3] - v0 + kk
-                    for t in range(p):
-                        rr = ip[olrow + t0 + t]
-                        if row_int[rr, 1] == TRANSLATION:
-                            val = rw[rr, 0, 0] * vv0 + rw[rr, 0, 1] * vv1 + rw[rr, 0, 2] * vv2
-                        else:
-                            val = rw[rr, 2, 0] * w0 + rw[rr, 2, 1] * w1 + rw[rr, 2, 2] * w2
-                        fw[col + t * n] += sign * val
-                i = topo[i, 0]
+    for e in range(ip[_NE]):  # the (loop x, subsystem j) pairs
+        x, j, off = ip[opr + 5 * e], ip[opr + 5 * e + 1], fy + ip[opr + 5 * e + 2]
+        p, t0 = ip[olp + 6 * x + 1], ip[olp + 6 * x + 2]
+        n, v0 = ip[osub + 7 * j + 4], ip[osub + 7 * j + 3]
+        for t in range(p):
+            rr = ip[olrow + t0 + t]
+            for c in range(n):
+                fw[off + t * n + c] = J[rr, v0 + c]
 
 
 @njit(cache=True)
@@ -435,22 +377,12 @@ def subsystem_gims(m, d, ip, fw):
     """The subsystem GIMs I_j (eq. 7), row-major n_j × n_j in fw's I section.
 
     The composite-rigid-body algorithm (RBDA Table 6.2) over the forest, from the
-    poses ``Xrel`` and ``S`` already in ``d`` (``fk_kernel``), writing each
-    subsystem's block into its own buffer (no system-level M): composite inertias
-    ``Ic`` (in ``d.IA``) leaf to root, then F = Ic S_k carried up the ancestors,
-    I_j[k, a] = S_aᵀ F.
+    poses ``Xrel`` and ``S`` already in ``d`` (``fk_kernel``): composite inertias
+    (``tree.crba.composite_inertias``, in ``d.IA``), then each subsystem's columns
+    (``crba_columns`` on its body range) written into its own block: no system-level M.
     """
-    topo, Xrel, S, Ic = m.topo, d.Xrel, d.S, d.IA
-    nb = m.nb
     osub, fI = _o(ip, _SUB), _f(ip, _I)
-    for i in range(nb):
-        for r in range(6):
-            for c in range(6):
-                Ic[i, r, c] = m.inertia[i, r, c]
-    for i in range(nb - 1, -1, -1):
-        lam = topo[i, 0]
-        if lam >= 0:
-            rigid_inertia_to_parent_add(Xrel[i, :3], Xrel[i, 3], Ic[i], Ic[lam])
+    composite_inertias(m, d)
     for j in range(ip[_NS]):
         b0, b1, v0, n = (
             ip[osub + 7 * j],
@@ -461,48 +393,7 @@ def subsystem_gims(m, d, ip, fw):
         o = fI + ip[osub + 7 * j + 5]
         for y in range(n * n):
             fw[o + y] = 0.0
-        for i in range(b0, b1):
-            iv = topo[i, 3] - v0
-            nvj = topo[i, 5]
-            for k in range(nvj):
-                # F = Ic S_k (body i's frame)
-                f0 = f1 = f2 = f3 = f4 = f5 = 0.0
-                for c in range(6):
-                    sc = S[i, c, k]
-                    f0 += Ic[i, 0, c] * sc
-                    f1 += Ic[i, 1, c] * sc
-                    f2 += Ic[i, 2, c] * sc
-                    f3 += Ic[i, 3, c] * sc
-                    f4 += Ic[i, 4, c] * sc
-                    f5 += Ic[i, 5, c] * sc
-                for kk in range(k, nvj):
-                    val = S[i, 0, kk] * f0 + S[i, 1, kk] * f1 + S[i, 2, kk] * f2
-                    val += S[i, 3, kk] * f3 + S[i, 4, kk] * f4 + S[i, 5, kk] * f5
-                    fw[o + (iv + k) * n + iv + kk] = val
-                    fw[o + (iv + kk) * n + iv + k] = val
-                a = i
-                while topo[a, 0] >= 0:
-                    # F moved to the parent: [R n + p × (R f); R f]
-                    g0 = Xrel[a, 0, 0] * f3 + Xrel[a, 0, 1] * f4 + Xrel[a, 0, 2] * f5
-                    g1 = Xrel[a, 1, 0] * f3 + Xrel[a, 1, 1] * f4 + Xrel[a, 1, 2] * f5
-                    g2 = Xrel[a, 2, 0] * f3 + Xrel[a, 2, 1] * f4 + Xrel[a, 2, 2] * f5
-                    n0 = Xrel[a, 0, 0] * f0 + Xrel[a, 0, 1] * f1 + Xrel[a, 0, 2] * f2
-                    n1 = Xrel[a, 1, 0] * f0 + Xrel[a, 1, 1] * f1 + Xrel[a, 1, 2] * f2
-                    n2 = Xrel[a, 2, 0] * f0 + Xrel[a, 2, 1] * f1 + Xrel[a, 2, 2] * f2
-                    p0, p1, p2 = Xrel[a, 3, 0], Xrel[a, 3, 1], Xrel[a, 3, 2]
-                    f0, f1, f2 = (
-                        n0 + p1 * g2 - p2 * g1,
-                        n1 + p2 * g0 - p0 * g2,
-                        n2 + p0 * g1 - p1 * g0,
-                    )
-                    f3, f4, f5 = g0, g1, g2
-                    a = topo[a, 0]
-                    av = topo[a, 3] - v0
-                    for kk in range(topo[a, 5]):
-                        val = S[a, 0, kk] * f0 + S[a, 1, kk] * f1 + S[a, 2, kk] * f2
-                        val += S[a, 3, kk] * f3 + S[a, 4, kk] * f4 + S[a, 5, kk] * f5
-                        fw[o + (iv + k) * n + av + kk] = val
-                        fw[o + (av + kk) * n + iv + k] = val
+        crba_columns(m, d, b0, b1, v0, block(fw, o, (n, n)))
 
 
 @njit(cache=True)
@@ -924,13 +815,13 @@ def sslm_lambda(ip, fw, gamma):
 
 
 @njit(cache=True)
-def sslm_terms(m, d, ip, fw, q, v, tau, want_J):
+def sslm_terms(m, d, ip, fw, q, v, tau):
     """Subsystem-level terms: φ = τ - h (eq. 20), γ = Ψ (eq. 29), J_{i,j} (eq. 16), I_j (eq. 7).
 
     One kinematics pass (poses, S, velocities, velocity products) shared by the
     RNEA, the closure rows and the CRBA.  ``v.size == 0``: positions only (no φ,
-    no γ).  ``want_J``: also the dense J (m × nv) of ``constraints`` (the
-    acceptance check and the dropped rows read it).
+    no γ).  The dense J (m × nv) of ``constraints`` is formed first (the acceptance
+    check and the dropped rows read it) and the J_{i,j} are its blocks.
     """
     nv = m.nv
     fphi = _f(ip, _PHI)
@@ -944,7 +835,7 @@ def sslm_terms(m, d, ip, fw, q, v, tau, want_J):
             phi[i] = tau[i] - phi[i]
         bias_accelerations(m, d)  # overwrites the RNEA's accelerations
     # the cut joints' frames, world row vectors and γ = -J̇ q̇
-    closure_terms(m, d, q, v, with_v, want_J)
+    closure_terms(m, d, q, v, with_v, unliteral(True))
     jacobian_blocks(m, d, ip, fw)
     subsystem_gims(m, d, ip, fw)
 
@@ -956,9 +847,7 @@ def sslm_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     Returns the smallest pivot ratio (> 0) or a status < 0 (``methods.common``).
     """
     r = d.nrows
-    # the dense J too: the acceptance check reads it (it was left stale when every
-    # row was independent: the fast path then failed the check at every new state)
-    sslm_terms(m, d, ip, fw, q, v, tau, unliteral(True))
+    sslm_terms(m, d, ip, fw, q, v, tau)
     ratio = sslm_lambda(ip, fw, d.gamma)
     if not ratio > PIVOT_TOL:
         d.diag[0] = ratio
@@ -1181,7 +1070,7 @@ def terms_entry(ctx, pbuf, q, v, tau, sslm):
     m, d = handles(ctx)
     if sslm:
         ip, fw = plan_views(pbuf)
-        sslm_terms(m, d, ip, fw, q, v, tau, unliteral(False))
+        sslm_terms(m, d, ip, fw, q, v, tau)
     else:
         system_terms(m, d, q, v, tau, unliteral(True))
     return 0
