@@ -9,6 +9,7 @@ frame (the joint's child frame).  Kernels on the ``(m, d)`` handles
 import numpy as np
 from numba import njit
 
+from loopdyn.kernels.numba_internals import unliteral
 from loopdyn.kernels.spatial import motion_to_child_at
 from loopdyn.model.joints import FREE, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 
@@ -136,10 +137,12 @@ def body_velocity(m, d, i, v):
 
     Requires ``joint_pose`` for body i and ``V`` for its parent.
     """
-    joint_velocity(m, d, i, v, d.V, d.C, -1)
+    joint_velocity(m, d, i, v, d.V, d.C, unliteral(-1))
 
 
-@njit(cache=True, inline="always")
+# compiled once and called (not inline="always"): body_velocity and the closures'
+# relative motions each held a copy, ~2 s of a cold start's compilation
+@njit(cache=True)
 def joint_velocity(m, d, i, v, V, C, root):
     """``V[i]`` = iXλ V_λ + S q̇ and ``C[i]`` = V ×m (S q̇) + Ṡ q̇ (body frame), with
     V_λ = 0 where λ is body ``root`` or the ground: body i's motion relative to

@@ -42,7 +42,7 @@ from loopdyn.validation import configuration, vector, workspace
 _DP, _PB = 3, 7
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)  # called, not inlined: one compiled copy for both recursions
 def _bias_step(m, d, i, A, C, root):
     """``A[i]`` = iXλ A[λ] + C[i] (body frame), A[λ] = 0 where λ is body ``root`` or
     the ground."""
@@ -63,7 +63,7 @@ def bias_accelerations(m, d):
     """``A[i]``: body accelerations at q̈ = 0 without gravity, a_i = iXλ a_λ + c_i (body
     frame), from ``Xrel`` and ``C`` (``fk_kernel`` with velocities)."""
     for i in range(m.nb):
-        _bias_step(m, d, i, d.A, d.C, -1)
+        _bias_step(m, d, i, d.A, d.C, unliteral(-1))
 
 
 @njit(cache=True)
@@ -168,8 +168,9 @@ def closure_levers(m, d, k, c):
     """
     topo, Xw, Xrel, lev = m.topo, d.Xw, d.Xrel, d.lev[k]
     a = m.cl_body[k, 0]
-    B0, B1, B2, ob0, ob1, ob2 = _side_levers(m, d, k, 1, c)
-    A0, A1, A2, oa0, oa1, oa2 = _side_levers(m, d, k, 0, c)  # p_A - o_j for now
+    # unliteral: one compiled _side_levers for both sides, not one per constant
+    B0, B1, B2, ob0, ob1, ob2 = _side_levers(m, d, k, unliteral(1), c)
+    A0, A1, A2, oa0, oa1, oa2 = _side_levers(m, d, k, unliteral(0), c)  # p_A - o_j for now
     D0 = (B0 - A0) + (ob0 - oa0)  # p_B - p_A
     D1 = (B1 - A1) + (ob1 - oa1)
     D2 = (B2 - A2) + (ob2 - oa2)
