@@ -259,3 +259,86 @@ def test_call_type_memo_returns_numbas_types():
     for _ in range(2):
         with pytest.raises(errors.TypingError):
             memoised(fnty, ctx, bad, {})
+
+
+def _returns_a_view(fn):
+    """True if a return statement of function node ``fn`` calls ``block`` / ``block_int``."""
+    import ast
+
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Return) and node.value is not None:
+            for call in ast.walk(node.value):
+                if isinstance(call, ast.Call) and getattr(call.func, "id", "") in (
+                    "block",
+                    "block_int",
+                ):
+                    return True
+    return False
+
+
+def test_kernels_that_return_views_are_inlined():
+    """numba_internals item 1: a jitted function returning a ``block`` view is compiled
+    into each caller with the caller's reference counting (inline="always")."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    import loopdyn
+
+    root = Path(loopdyn.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for fn in tree.body:
+            if isinstance(fn, ast.FunctionDef) and _returns_a_view(fn):
+                mod = ".".join(("loopdyn", *path.relative_to(root).with_suffix("").parts))
+                disp = getattr(importlib.import_module(mod), fn.name)
+                found.append(f"{mod}.{fn.name}")
+                assert disp.targetoptions.get("inline") == "always", found[-1]
+    assert "loopdyn.methods.sslm.plan_views" in found
+    assert "loopdyn.methods.embedding.plan_views" in found
+
+
+def test_views_returned_into_reference_counted_code_keep_their_buffer():
+    """A compiled loop with reference counting (a benchmark's, a user's) calling the
+    plans' ``plan_views`` after an entry (no counting) used them: the buffer's
+    reference count is unchanged and the process survives (it aborted, a double free,
+    when ``plan_views`` was compiled once, without counting, for both)."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+import numpy as np
+from numba import njit
+from loopdyn.methods import embedding, sslm
+
+@njit(_nrt=False)  # as an entry (numba_internals.entry), uncached
+def first(pbuf):
+    a, b = sslm.plan_views(pbuf)
+    c, d = embedding.plan_views(pbuf)
+    return a[0] + c[0]
+
+@njit
+def loop(pbuf, n):
+    s = 0.0
+    for _ in range(n):
+        a, b = sslm.plan_views(pbuf)
+        c, d = embedding.plan_views(pbuf)
+        s += b[0] + d[0]
+    return s
+
+buf = np.zeros(16)
+buf[:1].view(np.int64)[0] = 4
+first(buf)
+before = sys.getrefcount(buf)
+loop(buf, 1000)
+assert sys.getrefcount(buf) == before, (before, sys.getrefcount(buf))
+@njit
+def other(x):
+    return np.sin(x).sum()
+other(np.ones(3))
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]

@@ -6,7 +6,14 @@ and fails loudly if a release changes one.
 1. ``block`` (an ``@intrinsic`` built with numba's array helpers ``make_array`` /
    ``populate_array``): a C-contiguous view of a slice of a 1-D buffer, optionally
    reinterpreting its 8-byte items as int64.  numba's own ``buf[a:b].reshape(shape)``
-   calls a C helper (~20 ns) per view; an entry rebuilds ~50 views per call.
+   calls a C helper (~20 ns) per view; an entry rebuilds ~50 views per call.  A
+   function that *returns* such a view is ``inline="always"``: numba compiles a jitted
+   callee once, with the reference-counting flag of its first caller (``_nrt`` is
+   inherited) or its own explicit one, and every later caller reuses that code; a view
+   returned by code compiled without counting carries no reference, and a caller
+   compiled with counting releases it (a double free: a compiled loop in a benchmark
+   calling ``sslm.plan_views`` after an entry had compiled it aborted the process).
+   Inlined, the view is made with the caller's own flag (test).
 2. ``entry``: an entry kernel is compiled with the option ``_nrt=False`` (no reference
    counting: it only takes views of buffers owned by the caller and allocates nothing;
    with counting, every view costs atomic updates).  A numba that refuses the option

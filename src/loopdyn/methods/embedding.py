@@ -45,7 +45,7 @@ and its check of the dropped rows.
 from functools import partial
 
 import numpy as np
-from numba import types
+from numba import njit, types
 
 from loopdyn.kernels.linalg import lu_inplace, lu_solve
 from loopdyn.kernels.numba_internals import (
@@ -258,7 +258,7 @@ def plan_for(model, d, rows=None):
     return p
 
 
-@kernel
+@njit(cache=True, inline="always")  # returns views: see numba_internals item 1
 def plan_views(pbuf):
     """(ip, fw): the int plan and the float workspace in a plan's buffer."""
     n = block_int(pbuf, 0, 1)[0]

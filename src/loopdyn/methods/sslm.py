@@ -321,7 +321,7 @@ def plan_for(model, d, rows=None):
     return p
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # returns views: see numba_internals item 1
 def plan_views(pbuf):
     """(ip, fw): the int plan and the float workspace in a plan's buffer."""
     n = block_int(pbuf, 0, 1)[0]
