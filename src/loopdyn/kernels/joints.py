@@ -131,7 +131,7 @@ def joint_pose(m, d, i, q):
         Xrel[i, 3, r] = jgeom[i, 3, r] + t0 * pj0 + t1 * pj1 + t2 * pj2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # a call of joint_velocity in each caller's loop
 def body_velocity(m, d, i, v):
     """``d.V[i]`` = iXλ V_λ + S q̇ and ``d.C[i]`` = V ×m (S q̇) + Ṡ q̇ (body frame).
 
@@ -140,8 +140,9 @@ def body_velocity(m, d, i, v):
     joint_velocity(m, d, i, v, d.V, d.C, unliteral(-1))
 
 
-# compiled once and called (not inline="always"): body_velocity and the closures'
-# relative motions each held a copy, ~2 s of a cold start's compilation
+# compiled once and called (not inline="always"): body_velocity (inlined into the
+# velocity passes, so one call per body as before) and the closures' relative motions
+# each held a copy, ~2 s of a cold start's compilation
 @njit(cache=True)
 def joint_velocity(m, d, i, v, V, C, root):
     """``V[i]`` = iXλ V_λ + S q̇ and ``C[i]`` = V ×m (S q̇) + Ṡ q̇ (body frame), with

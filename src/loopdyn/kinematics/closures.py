@@ -42,7 +42,7 @@ from loopdyn.validation import configuration, vector, workspace
 _DP, _PB = 3, 7
 
 
-@njit(cache=True)  # called, not inlined: one compiled copy for both recursions
+@njit(cache=True, inline="always")  # in bias_accelerations' loop: no call per body
 def _bias_step(m, d, i, A, C, root):
     """``A[i]`` = iXλ A[λ] + C[i] (body frame), A[λ] = 0 where λ is body ``root`` or
     the ground."""
@@ -63,7 +63,7 @@ def bias_accelerations(m, d):
     """``A[i]``: body accelerations at q̈ = 0 without gravity, a_i = iXλ a_λ + c_i (body
     frame), from ``Xrel`` and ``C`` (``fk_kernel`` with velocities)."""
     for i in range(m.nb):
-        _bias_step(m, d, i, d.A, d.C, unliteral(-1))
+        _bias_step(m, d, i, d.A, d.C, -1)
 
 
 @njit(cache=True)
