@@ -330,8 +330,9 @@ def plan_views(pbuf):
 
 # ------------------------------------------------------------------ kernels
 # The kernels index the packed plan ``ip`` and the float workspace ``fw`` directly
-# (offset arithmetic, no views: a view costs reference-count updates, which at
-# these sizes would cost as much as the arithmetic).
+# (offset arithmetic); the one view, each I_j's ``block`` handed to ``tree.crba``'s
+# ``crba_columns`` by ``subsystem_gims``, costs a few stores in an entry (compiled
+# without reference counting).
 _SUB, _TOPO, _LP, _LROW, _LOUT, _PR, _BK, _TM, _NBP, _NBL, _UPP, _UPL = range(12)
 _DPAR, _SUP, _IX, _PD, _TD, _KD, _ND, _UD = range(12, 20)
 _PHI, _ZEROS, _I, _Y, _Z, _G, _W, _PSI, _LAM, _DINV = range(10)
