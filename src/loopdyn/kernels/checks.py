@@ -14,7 +14,7 @@ from loopdyn.model.joints import FREE, SPHERICAL
 STATE_OK, STATE_NONFINITE, STATE_BAD = 0, -3, -4
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def all_finite(x):
     """True if every entry of the vector x is finite."""
     for i in range(x.shape[0]):

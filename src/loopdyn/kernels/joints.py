@@ -14,7 +14,7 @@ from loopdyn.kernels.spatial import motion_to_child_at
 from loopdyn.model.joints import FREE, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def rodrigues(x, y, z, theta):
     """R = exp(θ [axis]×) for a unit axis, as a row-major 9-tuple."""
     c = np.cos(theta)
@@ -33,7 +33,7 @@ def rodrigues(x, y, z, theta):
     )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def quaternion_rotation(q, k):
     """Rotation of the quaternion ``q[k:k+4]`` (w, x, y, z), normalised on the fly."""
     w, x, y, z = q[k], q[k + 1], q[k + 2], q[k + 3]

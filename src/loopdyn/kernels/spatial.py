@@ -161,7 +161,7 @@ def rigid_inertia_to_parent_add(R, p, I, out):
     out[4, 2] += hx
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def motion_to_child_at(Xrel, i, m0, m1, m2, m3, m4, m5):
     """iXλ m as a 6-tuple, for the pose ``Xrel[i]`` of body i in its parent."""
     p0, p1, p2 = Xrel[i, 3, 0], Xrel[i, 3, 1], Xrel[i, 3, 2]
@@ -179,7 +179,7 @@ def motion_to_child_at(Xrel, i, m0, m1, m2, m3, m4, m5):
     )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def force_to_parent_at(Xrel, i, f0, f1, f2, f3, f4, f5):
     """iXλᵀ f as a 6-tuple: a wrench on body i moved to its parent's origin and frame."""
     n0 = Xrel[i, 0, 0] * f0 + Xrel[i, 0, 1] * f1 + Xrel[i, 0, 2] * f2
@@ -199,7 +199,7 @@ def force_to_parent_at(Xrel, i, f0, f1, f2, f3, f4, f5):
     )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def mat6_vec_at(M, i, x0, x1, x2, x3, x4, x5):
     """``M[i] @ x`` as a 6-tuple for an (n, 6, 6) array ``M`` (no view of ``M[i]``)."""
     y0 = M[i, 0, 0] * x0 + M[i, 0, 1] * x1 + M[i, 0, 2] * x2

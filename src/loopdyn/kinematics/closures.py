@@ -109,7 +109,7 @@ def _common_ancestor(topo, a, b):
     return a
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _up(Xw, Xrel, p, j, L0, L1, L2):
     """(L0, L1, L2) + o_j - o_p: body j's origin in its parent p (-1: the ground),
     rotated to world axes."""

@@ -298,7 +298,7 @@ def aba_pivot_ratio(m, d):
     return lo / hi if hi > 0.0 else 1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def max_abs(x):
     """|x|∞ of a vector."""
     s = 0.0
