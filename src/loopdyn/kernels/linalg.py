@@ -115,6 +115,23 @@ def lu_solve(A, n, piv, b):
 
 
 @njit(cache=True)
+def lu_inverse_norm_exact(A, n, piv, y):
+    """‖A⁻¹‖₁ exactly, from ``lu_inplace``'s factors: the largest column sum of A⁻¹ by n
+    solves (O(n³); for the small blocks whose pivots already look poor), ``y`` (n)
+    scratch."""
+    inorm = 0.0
+    for c in range(n):
+        for i in range(n):
+            y[i] = 1.0 if i == c else 0.0
+        lu_solve(A, n, piv, y)
+        t = 0.0
+        for i in range(n):
+            t += abs(y[i])
+        inorm = max(inorm, t)
+    return inorm
+
+
+@njit(cache=True)
 def lu_inverse_norm(A, n, w):
     """An estimate of ‖U⁻¹‖₁ for the U factor of ``lu_inplace`` (upper triangle of A),
     O(n²), ``w`` (n) scratch: LINPACK's (``dtrco``) lower bound ‖z‖₁ / ‖y‖₁ with

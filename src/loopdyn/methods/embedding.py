@@ -47,7 +47,7 @@ from functools import partial
 import numpy as np
 from numba import njit, types
 
-from loopdyn.kernels.linalg import lu_inplace, lu_solve
+from loopdyn.kernels.linalg import lu_inplace, lu_inverse_norm_exact, lu_solve
 from loopdyn.kernels.numba_internals import (
     BUF,
     IN,
@@ -103,6 +103,11 @@ kernel = entry
 # 1e-7 the answer could miss 1e-10 and the call falls back to augmented, or raises
 RESELECT = 1e-2
 SINGULAR_RATIO = 1e-7
+# below this pivot ratio the 1-norm condition number of Y1 is computed too, and 1/cond(Y1)
+# is the ratio judged against SINGULAR_RATIO where it is the smaller: pivots can miss the
+# condition by orders of magnitude (hypothesis seed 20261130: a 12-row block with pivot
+# ratio 2.9e-7 and cond(Y1) 2e8 gave q̈ 6e-8 off, accepted)
+CHECK_RATIO = 0.1
 # articulated pivot ratio (``pivot_ratio``) below which the answer is refined: higher than
 # ABA's ``REFINE_ABA_RATIO``, as the census of issue 11 found errors of 5e-8 at 1.5e-5
 # (case 4402 of seed 11: mass ratio 5e4, cond(M) 1.4e7)
@@ -410,7 +415,8 @@ def factor_y1(ip, fw, s):
 @kernel
 def partition(m, d, ip, fw, s):
     """J_𝒮 and the factored partition of aggregated body s (eqs. 58–60); the ratio of
-    ``factor_y1`` (the dependent columns chosen again below ``RESELECT``)."""
+    ``factor_y1`` (the dependent columns chosen again below ``RESELECT``), or 1/cond₁(Y1)
+    where that is smaller (computed below ``CHECK_RATIO``)."""
     a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
     loop_jacobian(m, d, ip, fw, s)
     if a[A_CHOSEN] == 0:
@@ -419,7 +425,28 @@ def partition(m, d, ip, fw, s):
     if ratio < RESELECT:
         choose_columns(ip, fw, s, unliteral(False))
         ratio = factor_y1(ip, fw, s)
+    if 0.0 < ratio < CHECK_RATIO:
+        ratio = min(ratio, 1.0 / y1_condition(ip, fw, s))
     return ratio
+
+
+@kernel
+def y1_condition(ip, fw, s):
+    """‖Y1‖₁ ‖Y1⁻¹‖₁ of aggregated body s from ``factor_y1``'s LU (r solves)."""
+    a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
+    ns, r = a[A_NS], a[A_R]
+    JS = block(fw, a[A_JS], (r, ns))
+    LU = block(fw, a[A_LU], (r, r))
+    y = block(fw, a[A_TMP], r)
+    order = ip[ip[H_ORDER] + a[A_COL] : ip[H_ORDER] + a[A_COL] + ns]
+    piv = ip[ip[H_PIV] + a[A_PIV] : ip[H_PIV] + a[A_PIV] + r]
+    norm = 0.0
+    for c in range(r):
+        t = 0.0
+        for i in range(r):
+            t += abs(JS[i, order[c]])
+        norm = max(norm, t)
+    return norm * lu_inverse_norm_exact(LU, r, piv, y)
 
 
 @kernel

@@ -65,7 +65,7 @@ import numpy as np
 from numba import types
 
 from loopdyn.errors import ModelError, SingularityError
-from loopdyn.kernels.linalg import lu_inplace, lu_solve
+from loopdyn.kernels.linalg import lu_inplace, lu_inverse_norm_exact
 from loopdyn.kernels.numba_internals import (
     BUF,
     IN,
@@ -105,12 +105,11 @@ kernel = entry  # compiled like entries: no allocation, no reference counting
 # which Y1 counts as singular (Sec. 4.4)
 RESELECT = E.RESELECT
 SINGULAR_RATIO = E.SINGULAR_RATIO
-# below this pivot ratio the 1-norm condition number of Y1 is computed too, and above
-# COND_MAX the dependent coordinates are chosen again: the pivot ratio of a large
-# (merged) block or of a chosen ``independent=`` set can miss a cond(Y1) of 1e4, whose
-# X = −Y1⁻¹ J_other then carries cond(Y1)² into the reduced mass matrix (q̈ off by 5e-8
-# on stewart for such a choice)
-CHECK_RATIO = 0.1
+CHECK_RATIO = E.CHECK_RATIO
+# above COND_MAX (cond₁ computed below CHECK_RATIO) the dependent coordinates are chosen
+# again: the pivot ratio of a large (merged) block or of a chosen ``independent=`` set can
+# miss a cond(Y1) of 1e4, whose X = −Y1⁻¹ J_other then carries cond(Y1)² into the reduced
+# mass matrix (q̈ off by 5e-8 on stewart for such a choice)
 COND_MAX = 2e2
 
 # ------------------------------------------------------------------ the plan
@@ -607,19 +606,13 @@ def loop_condition(ip, fw, b):
     y = block(fw, bt[B_T], mb)
     cand = ip[ip[R_CAND] + bt[B_CAND] : ip[R_CAND] + bt[B_CAND] + bt[B_NU]]
     piv = ip[ip[R_PIV] + bt[B_PIV] : ip[R_PIV] + bt[B_PIV] + mb]
-    norm = inorm = 0.0
+    norm = 0.0
     for c in range(mb):
         t = 0.0
         for i in range(mb):
             t += abs(J[i, cand[nind + c]])
-            y[i] = 1.0 if i == c else 0.0
         norm = max(norm, t)
-        lu_solve(LU, mb, piv, y)
-        t = 0.0
-        for i in range(mb):
-            t += abs(y[i])
-        inorm = max(inorm, t)
-    return norm * inorm
+    return norm * lu_inverse_norm_exact(LU, mb, piv, y)
 
 
 @kernel
@@ -695,6 +688,8 @@ def reduce_loops(m, d, ip, fw, s):
         if ratio < RESELECT or (ratio < CHECK_RATIO and loop_condition(ip, fw, b) > COND_MAX):
             reselect(ip, fw, b)
             ratio = factor_loop(ip, fw, b)
+        if 0.0 < ratio < CHECK_RATIO:  # as embedding.partition
+            ratio = min(ratio, 1.0 / loop_condition(ip, fw, b))
         bt = ip[ip[R_BLK] + b * NBLK : ip[R_BLK] + (b + 1) * NBLK]
         if ratio < SINGULAR_RATIO:
             ip[R_FAIL] = b
