@@ -685,11 +685,15 @@ def reduce_loops(m, d, ip, fw, s):
     for b in range(aggb[s], aggb[s + 1]):
         loop_jacobian(m, d, ip, fw, b)
         ratio = factor_loop(ip, fw, b)
-        if ratio < RESELECT or (ratio < CHECK_RATIO and loop_condition(ip, fw, b) > COND_MAX):
+        cond = loop_condition(ip, fw, b) if RESELECT <= ratio < CHECK_RATIO else 0.0
+        if ratio < RESELECT or cond > COND_MAX:
             reselect(ip, fw, b)
             ratio = factor_loop(ip, fw, b)
+            cond = 0.0
         if 0.0 < ratio < CHECK_RATIO:  # as embedding.partition
-            ratio = min(ratio, 1.0 / loop_condition(ip, fw, b))
+            if cond == 0.0:
+                cond = loop_condition(ip, fw, b)
+            ratio = min(ratio, 1.0 / cond)
         bt = ip[ip[R_BLK] + b * NBLK : ip[R_BLK] + (b + 1) * NBLK]
         if ratio < SINGULAR_RATIO:
             ip[R_FAIL] = b
