@@ -869,8 +869,14 @@ def rcr_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     # a loop whose best dependent coordinates still leave Y1 ill-conditioned (X carries
     # cond(Y1)² into the reduced inertia D)
     d.diag[DIAG_REFINED] = 0.0
+    pr = E.pivot_ratio(m, d, ip, fw)
     if rel <= RESIDUAL_TOL and (
-        quality < RESELECT or E.pivot_ratio(m, d, ip, fw) < E.REFINE_PIVOT_RATIO
+        quality < RESELECT
+        or pr < E.REFINE_PIVOT_RATIO
+        or (
+            pr < E.CHECK_PIVOT_RATIO
+            and eom_residual(m, d, ip, fw, tau, qdd, lam, d.phi) > E.REFINE_EOM_TOL
+        )
     ):
         ascale = E.acceleration_scale(m, d, ascale, qdd)
         if refine(m, d, ip, fw, tau, qdd, lam, ascale) < 0:
