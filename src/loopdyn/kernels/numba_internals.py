@@ -17,7 +17,11 @@ and fails loudly if a release changes one.
 2. ``entry``: an entry kernel is compiled with the option ``_nrt=False`` (no reference
    counting: it only takes views of buffers owned by the caller and allocates nothing;
    with counting, every view costs atomic updates).  A numba that refuses the option
-   raises here, at import, instead of silently compiling something slower.
+   raises here, at import, instead of silently compiling something slower.  Its
+   callees inherit the flag where an entry compiles them first; ``counted`` (the
+   option ``_nrt=True``) keeps it for a callee that allocates, which would otherwise
+   never free what it allocates (test).  The simulation loop's right-hand side
+   (``sim.compiled._rhs``, called at every stage) is an ``entry`` too.
 3. ``as_input``: an ``@intrinsic`` retyping an array as read-only 'A' without a copy.
 4. ``unliteral``: an ``@intrinsic`` that drops the literal type of a constant argument.
 5. ``install_cache_locator``: numba keys a function's disk cache on its own source
@@ -201,6 +205,13 @@ def unliteral(typingctx, x):
 def entry(fn):
     """Compile an entry kernel: cached on disk, without numba's reference counting."""
     return njit(cache=True, _nrt=False)(fn)
+
+
+def counted(fn):
+    """Compile a kernel that allocates with numba's reference counting whoever calls it
+    first: a callee inherits its first caller's flag, and one first compiled inside an
+    uncounted caller (an ``entry``) would never free what it allocates."""
+    return njit(cache=True, _nrt=True)(fn)
 
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # src/loopdyn
