@@ -1721,6 +1721,31 @@ def test_a_model_where_nothing_moves_returns_an_empty_qdd_or_refuses_to_build(me
     assert res.qdd.shape == (0,)
 
 
+def test_a_model_where_nothing_moves_goes_through_every_analysis():
+    """nv = 0 (every joint fixed, closures between the fixed bodies: census seed 15,
+    cases 875 and 2172): velocities, inverse dynamics, simulation and the batches answer
+    with empty coordinates and zero multipliers, as ``forward_dynamics`` does; they
+    raised numpy's "zero-size array to reduction operation maximum" (the parallel
+    inverse-dynamics batch a ``SystemError``)."""
+    mech = mx.random_mechanism((15, 875), max_bodies=25)
+    model = mech.model
+    assert model.nv == 0 and model.m > 0
+    e = np.zeros(0)
+    assert ld.complete_velocity(model, e, e).shape == (0,)
+    assert ld.complete_velocity(model, e, e, fixed=[]).shape == (0,)
+    inv = ld.inverse_dynamics(model, e, e, e)
+    assert inv.tau.shape == (0,) and np.array_equal(inv.lam, np.zeros(model.m))
+    tr = ld.simulate(model, e, e, t_end=0.1, t_eval=3)
+    assert tr.completed and tr.q.shape == (3, 0)
+    (tb,) = ld.simulate_batch(model, np.zeros((1, 0)), t_end=0.1, t_eval=3)
+    assert tb.completed and tb.q.shape == (3, 0)
+    Z = np.zeros((4, 0))
+    ib = ld.inverse_dynamics_batch(model, Z, Z, Z)
+    assert ib.ok and ib.tau.shape == (4, 0) and np.array_equal(ib.lam, np.zeros((4, model.m)))
+    fb = ld.forward_dynamics_batch(model, Z)
+    assert fb.ok and fb.qdd.shape == (4, 0)
+
+
 @pytest.mark.parametrize(
     "axis",
     [

@@ -163,8 +163,10 @@ def _inverse_chunks(CTX, Q, V, QDD, act, tol, closure_tol, TAU, LAM, ST):
             if nm:
                 constraint_entry(ctx, q, v, True)
                 jm = ev = ea = gm = 0.0
-                vm = max(np.abs(V[i]).max(), 1.0)
-                am = max(np.abs(QDD[i]).max(), 1.0)
+                vm = am = 1.0  # max(|v|∞, 1), max(|q̈|∞, 1); nv may be 0
+                for j in range(nv):
+                    vm = max(vm, abs(V[i, j]))
+                    am = max(am, abs(QDD[i, j]))
                 for r in range(nm):
                     sv = sa = 0.0
                     for j in range(nv):
@@ -176,7 +178,10 @@ def _inverse_chunks(CTX, Q, V, QDD, act, tol, closure_tol, TAU, LAM, ST):
                     ea = max(ea, abs(sa - d.gamma[r]))
                     gm = max(gm, abs(d.gamma[r]))
                 ok = ev <= closure_tol * jm * vm and ea <= closure_tol * (jm * am + gm)
-            x = np.linalg.lstsq(A, b, rcond)[0]
+            if nv:
+                x = np.linalg.lstsq(A, b, rcond)[0]
+            else:  # nothing moves: no equation, the minimum-norm λ is 0
+                x = np.zeros(na + nm)
             res = np.sqrt(np.sum((A @ x - b) ** 2))
             if not ok or res > tol * max(1.0, np.sqrt(np.sum(b * b))):
                 ST[i] = -1.0

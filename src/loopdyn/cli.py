@@ -502,7 +502,7 @@ def bench(
     tau = np.zeros(m.nv)
     tau[m.actuated] = rng.normal(size=m.actuated.size)
     ref = ld.forward_dynamics(m, q, v, tau).qdd
-    scale = max(np.abs(ref).max(), 1e-300)
+    scale = max(np.abs(ref).max(initial=0.0), 1e-300)
 
     def per_call(fn):
         fn()
@@ -512,7 +512,10 @@ def bench(
     rows = []
     for name in method or list(ld.methods.dynamics.METHODS):
         try:
-            err = np.abs(ld.forward_dynamics(m, q, v, tau, method=name).qdd - ref).max() / scale
+            err = (
+                np.abs(ld.forward_dynamics(m, q, v, tau, method=name).qdd - ref).max(initial=0.0)
+                / scale
+            )
         except ld.ModelError as e:
             if method:  # asked for by name: say why it does not apply
                 with _errors():
@@ -536,7 +539,7 @@ def bench(
         prox = pin.ProximalSettings(1e-12, 1e-8, 20)
         args = (ex.model, pd, ex.q(q), ex.v(v), ex.v(tau), ex.constraints, cds, prox)
         t = per_call(lambda: pin.constraintDynamics(*args))
-        rows.append(("pin.constraintDynamics", t, np.abs(qdd_pin - ref).max() / scale))
+        rows.append(("pin.constraintDynamics", t, np.abs(qdd_pin - ref).max(initial=0.0) / scale))
     table = Table(title=f"{model}: forward dynamics per call (nv={m.nv}, m={m.m})")
     for col, just in (("implementation", "left"), ("µs/call", "right"), ("rel. error", "right")):
         table.add_column(col, justify=just)

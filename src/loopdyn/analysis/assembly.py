@@ -186,7 +186,7 @@ def complete_velocity(model, q, v_guess, fixed=None, data=None):
     closures (e.g. two actuators of one loop given inconsistent rates).
     """
     v = vector(v_guess, model.nv, "v", model).copy()
-    if model.m == 0:
+    if model.m == 0 or model.nv == 0:  # nothing to complete (nothing moves: J v = 0)
         return v
     free, fixed = _free_columns(model, fixed)
     J = constraint_jacobian(model, q, data)

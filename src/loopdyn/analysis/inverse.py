@@ -77,16 +77,17 @@ def inverse_dynamics(
     na = act.size
     if model.m:
         _, J, gamma = constraints(model, q, v, data=data)
-        jmax = float(np.abs(J).max())
+        jmax = float(np.abs(J).max(initial=0.0))
         ev = float(np.abs(J @ v).max())
         ea = float(np.abs(J @ qdd - gamma).max())
         cerr = max(ev, ea)
-        if ev > closure_tol * jmax * max(np.abs(v).max(), 1.0):
+        if ev > closure_tol * jmax * max(np.abs(v).max(initial=0.0), 1.0):
             raise ActuationError(
                 f"{model.name}: the velocity v violates the closures (max |J v| = {ev:.3g}); "
                 "give a consistent velocity (ld.complete_velocity)"
             )
-        if ea > closure_tol * (jmax * max(np.abs(qdd).max(), 1.0) + np.abs(gamma).max()):
+        amax = max(np.abs(qdd).max(initial=0.0), 1.0)
+        if ea > closure_tol * (jmax * amax + np.abs(gamma).max()):
             raise ActuationError(
                 f"{model.name}: the acceleration qdd violates the closures (max |J qdd - γ| = "
                 f"{ea:.3g}); give a consistent acceleration "
@@ -101,7 +102,7 @@ def inverse_dynamics(
     x, *_ = np.linalg.lstsq(A, b, rcond=None)
     res = float(np.linalg.norm(A @ x - b))
     scale = max(1.0, float(np.linalg.norm(b)))
-    rank_J = np.linalg.matrix_rank(J) if model.m else 0
+    rank_J = np.linalg.matrix_rank(J) if J.size else 0
     dof = model.nv - rank_J
     over = na > dof
     _check(model, act, res, scale, cerr, tol)

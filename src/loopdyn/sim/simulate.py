@@ -418,7 +418,7 @@ class _Run:
                 f"sign): the independent coordinates {sy.ind.tolist()} cannot pass it"
             )
         changed = not sy.chart.euclid and (
-            st.cheap or np.abs(sy.guess if sy.reduced else y[: sy.nv]).max() > 0.5
+            st.cheap or np.abs(sy.guess if sy.reduced else y[: sy.nv]).max(initial=0.0) > 0.5
         )
         if sy.mode == "projection":
             # LSODA restarts on every change of state: project only at 100 atol

@@ -154,6 +154,12 @@ class System:
         ni = ind.size
         d = self.guess.copy()
         di = y[:ni]
+        if not dep.size:  # every row vacuous (rank 0): every coordinate independent
+            d[ind] = di
+            v = np.empty(self.nv)
+            v[ind] = y[ni:]
+            self.guess = d
+            return d, self.chart.q(d), v
         G = self.G
         if G is not None:
             d[dep] += G @ (di - d[ind])
@@ -251,6 +257,8 @@ class System:
         if self.rows is None:
             self.rows = constraint_rank(self.model, q, data=self.data).independent
         rows, euclid = self.rows, not self.model.has_quaternions
+        if not rows.size:  # every row vacuous (rank 0): nothing to project onto
+            return q, v, False
         if threshold > 0.0:
             Phi, J, _ = constraints(self.model, q, data=self.data)
             if max(np.abs(Phi).max(), np.abs(J @ v).max()) <= threshold:
@@ -275,7 +283,7 @@ class System:
                 f"(max |Φ| = {err:.3g})"
             )
         Jv = J[rows] @ v
-        if np.abs(Jv).max() > self.tol * max(1.0, np.abs(v).max()):
+        if np.abs(Jv).max() > self.tol * max(1.0, np.abs(v).max(initial=0.0)):
             v = v - self._pinv(J[rows]) @ Jv
             moved = True
         return q, v, moved
