@@ -1744,6 +1744,8 @@ def test_a_model_where_nothing_moves_goes_through_every_analysis():
     assert ib.ok and ib.tau.shape == (4, 0) and np.array_equal(ib.lam, np.zeros((4, model.m)))
     fb = ld.forward_dynamics_batch(model, Z)
     assert fb.ok and fb.qdd.shape == (4, 0)
+    with pytest.raises(ValueError, match="nothing moves"):  # was numpy's reshape error
+        ld.gicm(model, e)
 
 
 @pytest.mark.parametrize(

@@ -1249,6 +1249,8 @@ def gicm(model, q, v=None, tau=None, data=None):
     """
     if model.m == 0:
         raise ValueError(f"{model.name}: the model has no closures, hence no GICM")
+    if model.nv == 0:
+        raise ValueError(f"{model.name}: nothing moves (nv = 0): no subsystems, hence no GICM")
     d = (model.create_data() if data is None else workspace(model, data)).ensure_dense()
     q = configuration(model, q)
     vv = np.zeros(0) if v is None else vector(v, model.nv, "v", model)
