@@ -43,6 +43,30 @@ def test_simulate_writes_csv_plot_and_animation(tmp_path):
     assert png.stat().st_size > 10_000 and gif.stat().st_size > 1_000
 
 
+def test_simulate_reports_the_energy_drift_relative_to_e0_only_where_e0_is_not_zero(tmp_path):
+    """The four-bar from 90 deg: E(0) = 33 J, the drift relative to it.  A model of nothing
+    that moves (nv = 0, E = 0 throughout; it also simulates now): no relative measure
+    (a drift of 1e-9 J was reported as 8.6e+290 relative, divided by 1e-300)."""
+    args = ["simulate", "four_bar", "-p", "theta1=90deg", "--t-end", "0.2", "-q"]
+    result = runner.invoke(app, args, env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    line = next(ln for ln in result.output.splitlines() if "max |E(t) - E(0)|" in ln)
+    assert "relative)" in line and "e+" not in line.split("(")[1]
+    frozen = tmp_path / "frozen.toml"
+    b = ld.ModelBuilder("frozen")
+    b.add_body("a", "ground", ld.Fixed(), xyz=(1, 0, 0))
+    b.add_body("c", "a", ld.Fixed(), xyz=(0, 1, 0))
+    b.add_frame("fa", "a", xyz=(0, 1, 0))
+    b.add_frame("fc", "c")
+    b.add_closure("ball", "fa", "fc", "ball")
+    ld.io.save(b.build(), frozen)
+    result = runner.invoke(app, ["simulate", str(frozen), "--t-end", "0.1", "-q"],
+                           env={"COLUMNS": "160"})  # fmt: skip
+    assert result.exit_code == 0, result.output
+    line = next(ln for ln in result.output.splitlines() if "max |E(t) - E(0)|" in ln)
+    assert "no relative measure" in line, line
+
+
 def test_simulate_npz_round_trip_and_options(tmp_path):
     out = tmp_path / "traj.npz"
     args = [

@@ -439,7 +439,11 @@ def _summary(con, traj, total):
 
     s = traj.summary()
     e0 = float(traj.energy[0]) if len(traj) else 0.0
-    rel = s["max_energy_drift"] / max(abs(e0), 1e-300) if len(traj) else 0.0
+    drift = f"{s['max_energy_drift']:.2e} J"
+    if e0 != 0.0:
+        drift += f" ({s['max_energy_drift'] / abs(e0):.1e} relative)"
+    elif len(traj):  # e.g. released at rest where the potential is zero
+        drift += " (E(0) = 0: no relative measure)"
     table = Table(title=f"{s['model']}: {s['method']} / {s['integrator']} / {s['stabilization']}")
     table.add_column("quantity")
     table.add_column("value", justify="right")
@@ -452,7 +456,7 @@ def _summary(con, traj, total):
         ("max closure residual |Φ|", f"{s['max_residual_position']:.2e}"),
         ("max velocity residual |J v|", f"{s['max_residual_velocity']:.2e}"),
         ("energy E(0)", f"{e0:.10g} J"),
-        ("max |E(t) - E(0)|", f"{s['max_energy_drift']:.2e} J ({rel:.1e} relative)"),
+        ("max |E(t) - E(0)|", drift),
     ]
     if s["repartitions"]:
         rows.append(("re-partitions", f"{s['repartitions']}"))
