@@ -239,7 +239,7 @@ def test_exact_or_singularity_error_on_hypothesis_mechanisms(mech):
 def test_exact_or_singularity_error_on_many_hypothesis_mechanisms(mech):
     """Shrinks a failure to a small mechanism (hypothesis prints its ``code()``).
 
-    Seeds 20261127 … 20261142 pass (``-m slow --hypothesis-seed=S``, 1-6 min each).  What
+    Seeds 20261127 … 20261144 pass (``-m slow --hypothesis-seed=S``, 1-7 min each).  What
     this test found before, each fixed at its root with a reproducer below: nearly
     dependent closures (augmented off by 5e-3), rows of 1e-10 among rows of 1, two rows
     parallel to 7e-11 (rcr 2e-8 off), Jᵀλ from world-pose wrenches (recursive_lambda, rcr,
@@ -250,10 +250,11 @@ def test_exact_or_singularity_error_on_many_hypothesis_mechanisms(mech):
     embedding accepting a Y1 of pivot ratio 2.9e-7 and cond 2e8 (6e-8 off), augmented
     accepting a refinement cut while converging, judged against overestimated free
     accelerations (1.35e-6 off), embedding and rcr not refining a heavy aggregated body
-    whose articulated pivots looked benign (4.5e-8 off); and in the judge, the dense
-    oracle's limit at cond M 2.9e9 (``mx.tree_reference``), that reference's own ABA
-    cancellations at cond M 1e10 (now refined by the RNEA) and the exact rational
-    reference's size limit (``EXACT_MAX``)."""
+    whose articulated pivots looked benign (4.5e-8 off), a dropped row breaking at second
+    order checked at the kept rows' scale (an answer where none exists); and in the
+    judge, the dense oracle's limit at cond M 2.9e9 (``mx.tree_reference``), that
+    reference's own ABA cancellations at cond M 1e10 (now refined by the RNEA) and the
+    exact rational reference's size limit (``EXACT_MAX``)."""
     _exact_or_singular(mech)
 
 
@@ -1716,6 +1717,51 @@ def test_the_tree_reference_refines_abas_own_cancellations():
     res = ld.forward_dynamics(mech.model, mech.q, mech.v, mech.tau)
     res.qdd[-1] += 1e-7 * o.scale
     assert mx.classify(mech, res, o).kind == mx.SILENT
+
+
+def _vacuous_row_breaking_at_second_order():
+    """Hypothesis seed 20261144: a planar chain folded onto one point (every joint at 0)
+    with two revolute closures there; J has rank 1 and the first closure's x row is
+    identically zero at q while its γ = -J̇ v is not: J v = 0 holds, J q̈ = γ cannot."""
+    b = ld.ModelBuilder("random", gravity=(0.0, -9.81, 0.0), planar=True)
+    i1 = (1 / 6, 1 / 6, 1 / 6)
+    for name, parent, joint, mass, inertia in (
+        ("b0", "ground", ld.Revolute("z"), 1.0, i1),
+        ("b1", "b0", ld.Fixed(), 1.0, i1),
+        ("b2", "b1", ld.Revolute("z"), 1.0, i1),
+        ("b3", "b2", ld.Revolute("z"), 1.0, i1),
+        ("b4", "b3", ld.Prismatic((0.0, 1.0, 0.0)), 1.0, i1),
+        ("b5", "b4", ld.Revolute("z"), 1.0, i1),
+        ("b6", "b5", ld.Fixed(), 10.0, (5 / 3, 5 / 3, 5 / 3)),
+        ("b7", "b6", ld.Revolute("z"), 1.0, i1),
+        ("b8", "b6", ld.Revolute("z"), 0.001, (1.25e-3 / 12, 1.25e-3 / 12, 0.5e-3 / 12)),
+        ("b9", "b7", ld.Prismatic((0.0, 1.0, 0.0)), 1.0, i1),
+    ):  # fmt: skip
+        b.add_body(name, parent, joint, mass=mass, com=(0.0, 0.0, 0.0), inertia=inertia)
+    b.add_frame("c0_a", "b8", xyz=(0.5, 0.0, 0.0))
+    b.add_frame("c0_b", "b0", xyz=(0.5, 0.0, 0.0))
+    b.add_closure("c0", "c0_a", "c0_b", "revolute")
+    b.add_frame("c1_a", "b0")
+    b.add_frame("c1_b", "b1")
+    b.add_closure("c1", "c1_a", "c1_b", "revolute")
+    model = b.build()
+    v = np.array([0.0, -1, -1, -2, -1, 0.0, 0.0, 7]) / 32
+    return mx.Mechanism(model, np.zeros(model.nq), v, np.zeros(model.nv), [])
+
+
+def test_a_dropped_row_is_checked_at_its_own_scale():
+    """The first closure's x row is dropped (zero at q) but its γ = -0.0156 is not
+    rounding: no q̈ satisfies J q̈ = γ (the closure breaks at second order).  Every method
+    returned an answer: the dropped rows were checked against |J| of all rows times the
+    acceleration scale, 3.3e6 (|φ|/min M_ii with a 1 g body), so 1e-8 · 1.4 · 3.3e6 let
+    the residual 0.0156 pass.  Each dropped row now has its own scale |J_d| (0 here):
+    a SingularityError for every method."""
+    mech = _vacuous_row_breaking_at_second_order()
+    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
+    assert not o.consistent and o.rank == 1
+    for method in mx.METHODS:
+        out = mx.judge(mech, method, o, data=mech.model.create_data())
+        assert out.kind == mx.NAMED, (method, out)
 
 
 def test_the_condition_estimate_is_a_lower_bound_close_to_the_true_norm():
