@@ -16,7 +16,7 @@ singularity monitor (``System.mobility_crossed``: the sign of det [J; N_refᵀ])
 right-hand side is the method's own compiled entry (the one ``ld.forward_dynamics``
 binds, ``Data.bound``), called at its native address, as is the controller's small
 adapter (``controller_address``): one loop is compiled for every method and every
-controller (about 1.5 min on an empty numba cache, once per machine), and a new
+controller (~15 s on an empty numba cache, once per machine), and a new
 controller compiles only itself.  The outputs (τ, q̈, λ, closure residuals, energy) are
 evaluated in the same function.
 
@@ -284,7 +284,7 @@ def _state(ctx, S, y):
 @entry
 def _rhs(fn, S, t, y, f, qdd, lam, u):
     """f = (v, q̈(q, v, τ(t, q, v))) of y = (q, v), or of y = (q_i, v_i) when
-    partitioning (then f = (v_i, q̈_i)), for the system ``S`` (see ``_loop``); the
+    partitioning (then f = (v_i, q̈_i)), for the system ``S`` (see ``loop``); the
     method's status (not > 0: failed, ``STATE_FAILED`` where the dependent coordinates
     cannot be recovered, 0 where the controller's τ is unusable).  Compiled as an entry,
     without reference counting (``numba_internals.entry``): it allocates nothing, and
@@ -418,7 +418,7 @@ def _frame(ctx, q, Nref):
     return ratio >= MOBILITY_TOL, N, own, ref
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one call site: no library of its own to optimise
 def _rk_step(fn, S, t, y, h, K, W, A, B, C):
     """One explicit Runge–Kutta step of size h from (t, y) with K[0] = f(t, y) (scipy's
     ``rk_step``) for the tableau A, B, C of s = len(B) stages (DOP853: s = 12, RK45:
@@ -462,7 +462,7 @@ def _dop_error(K, h, y, yd, rtol, atol):
     return abs(h) * e5 / np.sqrt((e5 + 0.01 * e3) * y.shape[0])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one call site
 def _dop_dense(fn, S, t, y, h, K, F, W):
     """DOP853's dense output of the step (t, y) -> (t + h, yd) (scipy's
     ``_dense_output_impl``): the extra stages K[13..15], then the 7 rows of F.  1, or
@@ -670,15 +670,9 @@ def _repartition(ctx, P, q, cond, key, force):
 
 @njit(cache=True, nogil=True)
 def loop(fn, S, y0, t_out, opts, monitor, O, stats):
-    """``_loop`` for the method ``fn = dynamics.method_pointer(method)``, a runtime
-    value: one compiled loop for every method and controller (``controller_address``),
-    which releases the GIL."""
-    return _loop(fn, S, y0, t_out, opts, monitor, O, stats)
-
-
-@njit(cache=True)
-def _loop(fn, S, y0, t_out, opts, monitor, O, stats):
-    """Integrate (q, v) from y0 = (q0, v0) at t = 0 to t_out[-1] for the system
+    """Integrate (q, v) from y0 = (q0, v0) at t = 0 to t_out[-1] for the method ``fn =
+    dynamics.method_pointer(method)``, a runtime value (one compiled loop for every
+    method and controller; it releases the GIL), and the system
     ``S = (ctx, pb, ctl, tau, act, gains, P)``: the method's workspace and plan buffers,
     the address of a compiled controller's adapter or 0 for the constant joint forces
     ``tau`` (nv), the actuated coordinates, (α, β, 1 if Baumgarte else 0), and the
@@ -702,6 +696,7 @@ def _loop(fn, S, y0, t_out, opts, monitor, O, stats):
     dop = opts[0] == 2.0
     expo = -1.0 / 8.0 if dop else -1.0 / 5.0  # -1 / (error estimator order + 1)
     fsal = 12 if dop else 6  # the stage at the new point
+    TA, TB, TC = (_DA, _DB, _DC) if dop else (_A, _B, _C)  # the tableau (one call site)
     dt, rtol, atol, max_step = opts[1], opts[2], opts[3], opts[4]
     project, tol, max_steps = opts[5] == 1.0, opts[6], opts[7]
     poll = opts[8] == 1.0
@@ -732,7 +727,9 @@ def _loop(fn, S, y0, t_out, opts, monitor, O, stats):
     k = 0
     t = 0.0
     if t_out[0] == 0.0:
-        _record(fn, S, k, t, y, O, u)  # k, t: variables (one specialisation)
+        # k unliteral: numba types the constant k = 0 as Literal[int](0), which would
+        # compile a second specialisation of _record (~1.5 s on an empty cache)
+        _record(fn, S, unliteral(k), t, y, O, u)
         k = 1
     N = np.zeros((n, 0))
     sign = 0.0
@@ -796,10 +793,7 @@ def _loop(fn, S, y0, t_out, opts, monitor, O, stats):
                     t_new = t_end
                 h = t_new - t
                 h_abs = abs(h)
-                if dop:
-                    st = _rk_step(fn, S, t, y, h, K, W, _DA, _DB, _DC)
-                else:
-                    st = _rk_step(fn, S, t, y, h, K, W, _A, _B, _C)
+                st = _rk_step(fn, S, t, y, h, K, W, TA, TB, TC)
                 if not st > 0.0:
                     if st == STATE_FAILED:
                         failed = True
