@@ -1100,7 +1100,8 @@ def refine(m, d, ip, fw, tau, qdd, lam, scale):
             gamma[rows[a]] = 0.0
         g0, g1, g2 = g[0], g[1], g[2]
         g[0] = g[1] = g[2] = 0.0
-        st, _, _ = articulated_pass(m, d, ip, fw, r1, dq, dl, unliteral(False))
+        # r1 typed as the entry's τ (as_input): one compiled articulated_pass, not two
+        st, _, _ = articulated_pass(m, d, ip, fw, as_input(r1), dq, dl, unliteral(False))
         g[0], g[1], g[2] = g0, g1, g2
         for a in range(r):
             gamma[rows[a]] = keep_g[a]

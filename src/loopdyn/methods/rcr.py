@@ -71,6 +71,7 @@ from loopdyn.kernels.numba_internals import (
     IN,
     OUT,
     Entry,
+    as_input,
     block,
     entry,
     unliteral,
@@ -995,7 +996,8 @@ def refine(m, d, ip, fw, tau, qdd, lam, scale):
                 C[i, rr] = 0.0
         g0, g1, g2 = g[0], g[1], g[2]
         g[0] = g[1] = g[2] = 0.0
-        st, _, _ = recursion(m, d, ip, fw, r1, dq, dl, unliteral(False))
+        # r1 typed as the entry's τ (as_input): one compiled recursion, not two
+        st, _, _ = recursion(m, d, ip, fw, as_input(r1), dq, dl, unliteral(False))
         g[0], g[1], g[2] = g0, g1, g2
         for i in range(nb):
             for rr in range(6):

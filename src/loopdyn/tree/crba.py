@@ -8,6 +8,7 @@ registers while it walks up the tree; the exact-zero block of ``S`` is skipped.
 from numba import njit
 
 from loopdyn.kernels.joints import joint_pose, s_block
+from loopdyn.kernels.numba_internals import unliteral
 from loopdyn.kernels.spatial import force_to_parent_at, rigid_inertia_to_parent_add
 
 
@@ -29,7 +30,9 @@ def crba_from_poses(m, d, M):
     """``crba_kernel`` when ``Xrel`` and ``S`` are already in ``d``."""
     composite_inertias(m, d)
     M[:, :] = 0.0
-    crba_columns(m, d, 0, m.nb, 0, M)
+    # unliteral: the constants would compile a second crba_columns (sslm calls it with
+    # variables)
+    crba_columns(m, d, unliteral(0), m.nb, unliteral(0), M)
 
 
 @njit(cache=True)
