@@ -402,3 +402,67 @@ for f in (uses_counted, uses_plain):
     # the inheritance counted guards against; if a numba release changes it, counted
     # may be moot
     assert got.get("uses_plain") == (10, 0) or "Only accept returning" in r.stdout, r.stdout
+
+
+# kernels that may be compiled for more than one signature on the path below, and why
+# (each small: < 0.3 s of compilation on an empty cache)
+_SEVERAL_SIGNATURES = {
+    "loopdyn.kernels.spatial._rotate_block": "its block offsets and triangle flag as constants",
+    "loopdyn.kernels.checks.bad_quaternion": "user inputs and workspace arrays",
+    "loopdyn.kernels.checks.all_finite": "user inputs and workspace arrays",
+    "loopdyn.methods.common.max_abs": "user inputs and workspace arrays",
+    "loopdyn.kernels.linalg.forward_subst": "a workspace column and a contiguous vector",
+    "loopdyn.sim.compiled._put": "float and int vectors",
+    "loopdyn.sim.compiled._repartition": "its object-mode block and itself",
+    "loopdyn.sim.compiled._checkpoint": "its object-mode block and itself",
+}
+
+
+@pytest.mark.slow
+def test_every_kernel_is_compiled_once(tmp_path):
+    """On an empty cache, the four-bar's forward dynamics by every method and a simulation
+    compile each loopdyn kernel for one signature (``docs/architecture.md``: a constant
+    argument or a workspace array where a user input goes makes numba compile a kernel
+    again; embedding's articulated pass was compiled twice, ~2 s, its refinement passing a
+    C array where the entry passes τ).  Lists the offenders with their compile times."""
+    import os
+    import subprocess
+    import sys
+
+    script = """
+import collections, time
+import numpy as np
+from numba.core import event
+import loopdyn as ld
+sigs = collections.defaultdict(list)
+stack = []
+class Listener(event.Listener):
+    def on_start(self, ev):
+        stack.append([time.perf_counter(), 0.0])
+    def on_end(self, ev):
+        t0, inner = stack.pop()
+        dt = time.perf_counter() - t0
+        if stack:
+            stack[-1][1] += dt
+        f = ev.data["dispatcher"].py_func
+        sigs[f.__module__ + "." + f.__qualname__].append(dt - inner)
+event.register("numba:compile", Listener())
+m = ld.examples.four_bar(theta1=np.pi / 2)
+from loopdyn.methods.dynamics import METHODS
+for method in METHODS:
+    ld.forward_dynamics(m, m.q0, np.zeros(m.nv), method=method)
+ld.simulate(m, t_end=0.05)
+for name, times in sigs.items():
+    if name.startswith("loopdyn") and len(times) > 1:
+        print(name, len(times), round(sum(times) - max(times), 2))
+print("done")
+"""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=900, env=env
+    )
+    assert r.returncode == 0 and r.stdout.strip().endswith("done"), r.stderr[-2000:]
+    twice = [ln for ln in r.stdout.splitlines()[:-1] if ln.split()[0] not in _SEVERAL_SIGNATURES]
+    assert not twice, "compiled for several signatures (name, count, extra seconds):\n" + "\n".join(
+        twice
+    )
