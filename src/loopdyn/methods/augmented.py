@@ -139,7 +139,7 @@ def kkt_norm(m, d, sc):
     return knorm
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def refine(m, d, tau, qdd, lam, r, scale, floor):
     """Iterative refinement of (q̈, λ) with the LU factors of eq. (10) in ``d.K``/``d.piv``:
     for the residuals r1 = τ + Jᵀλ - M q̈ - h and r2 = γ - J q̈ (``kkt_residual``) the

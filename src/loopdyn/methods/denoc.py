@@ -1543,7 +1543,7 @@ def _kinematics(m, d, pb, q, v):
     return ratio
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def denoc_kernel(m, d, pb, q, v, tau, qdd, lam):
     """Forward dynamics: q̈ (every tree coordinate) and λ (``d.rows`` order) from (q, v, τ).
 
@@ -1600,7 +1600,7 @@ def denoc_kernel(m, d, pb, q, v, tau, qdd, lam):
     return st
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def denoc_inverse_kernel(m, d, pb, q, v, qdd, tau, lam):
     """Inverse dynamics: joint forces ``tau`` (nv, non-zero on the actuated coordinates)
     producing the actuated accelerations ``qdd[actuated]`` at (q, v) (IDA-1..3), and the

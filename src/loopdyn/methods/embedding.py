@@ -880,7 +880,7 @@ def joint_outward(m, d, i, qdd):
 
 
 # ------------------------------------------------------------------ the kernel
-@kernel
+@njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def embedding_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     """q̈ (nv, every tree coordinate) and λ (the independent rows, ``d.rows`` order) of a
     closed-loop model by constraint embedding.
@@ -1072,7 +1072,7 @@ def eom_residual(m, d, ip, fw, tau, qdd, lam, r1):
     return close_residual(m, d, tau, r1)
 
 
-@kernel
+@njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def refine(m, d, ip, fw, tau, qdd, lam, scale):
     """Iterative refinement of (q̈, λ): for the residual of the equations of motion
     r1 = τ + Jᵀλ - M q̈ - h (``eom_residual``), the correction (δq̈, δλ) with

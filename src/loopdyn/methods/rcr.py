@@ -62,7 +62,7 @@ raises), never a silent answer.
 from functools import partial
 
 import numpy as np
-from numba import types
+from numba import njit, types
 
 from loopdyn.errors import ModelError, SingularityError
 from loopdyn.kernels.linalg import lu_inplace, lu_inverse_norm_exact
@@ -846,7 +846,7 @@ def loop_multipliers(m, d, ip, fw, s, tau, qdd, lam):
 
 
 # ------------------------------------------------------------------ the kernel
-@kernel
+@njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def rcr_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     """q̈ (nv, every tree coordinate) and λ (the independent rows, ``d.rows`` order) of a
     closed-loop model by recursive coordinate reduction.
@@ -971,7 +971,7 @@ def eom_residual(m, d, ip, fw, tau, qdd, lam, r1):
     return E.close_residual(m, d, tau, r1)
 
 
-@kernel
+@njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def refine(m, d, ip, fw, tau, qdd, lam, scale):
     """Iterative refinement of (q̈, λ), as ``embedding.refine``: for the residual of the
     equations of motion r1 = τ + Jᵀλ − M q̈ − h (``eom_residual``, Jᵀ from RCR's J), the

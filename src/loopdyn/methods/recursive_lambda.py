@@ -58,7 +58,7 @@ from loopdyn.methods.common import (
 from loopdyn.tree.aba import aba_from_kinematics, aba_resolve
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def recursive_lambda_kernel(m, d, q, v, tau, qdd, lam):
     """λ on the independent rows ``d.rows`` by eq. (32), q̈ by eq. (13).
 
@@ -113,7 +113,7 @@ def recursive_lambda_kernel(m, d, q, v, tau, qdd, lam):
     return accept(m, d, ratio, qdd, lam, r, eta)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def refine(m, d, tau, qdd, lam, r, scale):
     """Iterative refinement of (q̈, λ) with the factors of the solve: for the residuals
     r1 = τ + Jᵀλ - M q̈ - h and r2 = γ - J q̈, δη = M⁻¹ r1 by one more articulated-body

@@ -40,7 +40,7 @@ from loopdyn.methods.common import (
 from loopdyn.tree.aba import aba_from_kinematics
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def slm_kernel(m, d, q, v, tau, qdd, lam):
     """λ on the independent rows ``d.rows`` by eq. (12), q̈ by ABA (eq. 11).
 
@@ -63,7 +63,7 @@ def slm_kernel(m, d, q, v, tau, qdd, lam):
     return accept(m, d, ratio, qdd, lam, r, eta)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def refine(m, d, tau, qdd, lam, r, scale):
     """Iterative refinement of (q̈, λ) with the factors of the solve (L of M in ``d.M``,
     Y = L⁻¹ Jᵀ, Ĩ's in ``d.Sm``): for the residuals r1 = τ + Jᵀλ - M q̈ - h and

@@ -843,7 +843,7 @@ def sslm_terms(m, d, ip, fw, q, v, tau):
     subsystem_gims(m, d, ip, fw)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def sslm_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     """SSLM forward dynamics: λ on the independent rows (``d.rows`` order) and q̈ (nv).
 
@@ -899,7 +899,7 @@ def subsystem_solve(ip, fw, x):
             x[v0 + k] = s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def refine(m, d, ip, fw, tau, qdd, lam, r, scale):
     """Iterative refinement of (q̈, λ) with the factors of the solve (the I_j's LᵀDL and
     the GICM's block LDLᵀ in ``fw``), as SLM's ``refine``: for the residuals
