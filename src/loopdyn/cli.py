@@ -158,7 +158,7 @@ def _check_output(path, suffixes, what):
 def _note_compiling(entries):
     """One line on stderr when the first call will compile kernels (not cached yet)."""
     if not all(e.is_cached() for e in entries):
-        _console(stderr=True).print("compiling kernels, once per machine (a minute or two) ...")
+        _console(stderr=True).print("compiling kernels, once per machine (up to a minute) ...")
 
 
 @app.command()
