@@ -458,13 +458,22 @@ class RankInfo:
     condition: float
 
 
+# singular values of J below RANK_FLOOR σ_max count as dependent rows, as those below
+# 10 max(m, nv) ε σ_max (J's rounding) do: kept, such a row makes cond(J) > 1e12, and
+# the methods' float64 solves fail there (hypothesis seed 20261152); dropped, it must
+# hold at its own scale (``methods.dynamics._dropped_rows_hold``) or the state is
+# called singular
+RANK_FLOOR = 1e-12
+
+
 def constraint_rank(model, q, tol=None, data=None):
     """Numerical rank of J(q) by pivoted QR of Jᵀ, and an independent row set.
 
     The rank counts the singular values of J above ``tol``, by default
-    10 · max(m, nv) · ε · σ_max: relative to J's own scale (rows mix lengths and
-    angles, columns metres and radians, so no absolute threshold fits every model),
-    with the usual factor of the matrix size for the rounding of the rows.  Rows
+    max(10 · max(m, nv) · ε, ``RANK_FLOOR``) · σ_max: relative to J's own scale (rows
+    mix lengths and angles, columns metres and radians, so no absolute threshold fits
+    every model), with the usual factor of the matrix size for the rounding of the
+    rows, and no smaller than 1e-12 of the largest.  Rows
     are then chosen greedily by the QR's pivoting (the most independent first) and
     returned sorted.
     """
@@ -483,7 +492,8 @@ def constraint_rank(model, q, tol=None, data=None):
         return RankInfo(0, e, e, np.zeros(0), 1.0)
     sv = np.linalg.svd(J, compute_uv=False)
     smax = sv[0] if sv.size else 0.0
-    tol = 10.0 * max(J.shape) * np.finfo(float).eps * smax if tol is None else tol
+    if tol is None:
+        tol = max(10.0 * max(J.shape) * np.finfo(float).eps, RANK_FLOOR) * smax
     rank = int(np.sum(sv > tol))
     _, _, piv = sla.qr(J.T, mode="economic", pivoting=True)
     keep = np.sort(piv[:rank])
