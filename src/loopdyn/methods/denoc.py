@@ -638,7 +638,7 @@ def joint_biases(pb):
                 xi[l, c] += b[i, c]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always")  # small, over a large subtree (docs/architecture.md)
 def denoc_rates(m, d, pb, v):
     """Projections, J and all joint rates from the actuated ones (eqs. 7–14).
 
@@ -1028,7 +1028,7 @@ def backward_pass(pb, tau, want_gim):
                     R7[l, r, c] = R7[l, c, r]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always")  # small, over a large subtree (docs/architecture.md)
 def denoc_inverse_dynamics(m, d, pb, tau, want_gim):
     """IDA-1..3 (eqs. 20–24) at the accelerations left by ``denoc_accelerations``.
 
@@ -1405,7 +1405,7 @@ def cut_multipliers(pb, tau, lam):
     return ratio
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always")  # small, over a large subtree (docs/architecture.md)
 def multipliers(pb, tau, lam):
     """λ from the body wrenches ``ws`` at the final accelerations and the joint forces
     ``tau``: ``cut_multipliers`` where the plan allows it and the legs' blocks are
@@ -1529,7 +1529,7 @@ def force_residual(m, d, pb, qdd, tau, lam):
 
 
 # ------------------------------------------------------------------------ algorithms
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always")  # small, over a large subtree (docs/architecture.md)
 def _kinematics(m, d, pb, q, v):
     """Tree kinematics with velocities, the closures' frames, row vectors and γ
     (``closure_terms`` without the dense J), then DeNOC's rates and the row wrenches.
