@@ -111,8 +111,18 @@ def augmented_kernel(m, d, q, v, tau, qdd, lam):
         # corrections are judged against the size of q̈ and of the free accelerations
         # (as slm's and sslm's), not against ascale: with multipliers of 1e8 ascale is
         # 1e11, and a correction of 3e-5 counted as converged, leaving q̈ 1e-8 off
-        # the accelerations any answer carries: velocity products and gravity
+        # the accelerations any answer carries: velocity products and gravity; and a lower
+        # bound of the free accelerations |M⁻¹φ|∞ >= |φ|∞ / ‖M‖∞ (|φ|∞ / min M_ii, in
+        # qscale, is an upper bound: 2.7e6 against |M⁻¹φ|∞ <= 22.6, seed 20261153)
+        mnorm = 0.0
+        for i in range(n):
+            t = 0.0
+            for j in range(n):
+                t += abs(d.M[i, j])
+            mnorm = max(mnorm, t)
         floor = max(max_abs(v) ** 2, abs(m.gravity[0]), abs(m.gravity[1]), abs(m.gravity[2]))
+        if mnorm > 0.0:
+            floor = max(floor, fscale / mnorm)
         if refine(m, d, tau, qdd, lam, r, qscale, floor) < 0:
             return INACCURATE
     return accept(m, d, ratio, qdd, lam, r, ascale)
@@ -145,12 +155,14 @@ def refine(m, d, tau, qdd, lam, r, scale, floor):
     for the residuals r1 = τ + Jᵀλ - M q̈ - h and r2 = γ - J q̈ (``kkt_residual``) the
     same system, rows scaled by ``d.lam`` (S), gives [δq̈; -δμ] for [r1; S r2] (the
     unknown is [q̈; -μ]), and δλ = S δμ.  Returns the steps taken, or -1 if the
-    corrections grow.  Corrections are judged against ``scale``; an answer still
-    converging after the last step is accepted only if the error it leaves,
-    |δ_last|²/|δ_prev|, is below ``FINAL_STALL_TOL`` of max(|q̈|∞, ``floor``) too: the
-    free accelerations in ``scale`` (|φ|/min M_ii) can exceed the true ones by orders of
-    magnitude (hypothesis seed 20261130: 2.7e5 against 33, corrections shrinking by 0.2
-    a step, q̈ left 1.35e-6 of the scale off, accepted)."""
+    corrections grow.  Convergence (a correction at rounding level) is judged against
+    ``scale``; corrections that stop shrinking, and an answer still converging after the
+    last step (the error it leaves, |δ_last|²/|δ_prev|), are accepted only below
+    ``FINAL_STALL_TOL`` of max(|q̈|∞, ``floor``): the free accelerations in ``scale``
+    (|φ|/min M_ii) can exceed the true ones by orders of magnitude (hypothesis seed
+    20261130: 2.7e5 against 33, corrections shrinking by 0.2 a step, q̈ left 1.35e-6 of
+    the scale off, accepted; seed 20261153: 2.7e6 against 22.6, corrections of 4e-3 that
+    did not shrink, q̈ 2.3e-4 off, accepted)."""
     n = m.nv
     rhs, sc = d.rhs, d.lam  # rhs: free once q̈ and λ are read out of it
     dq, dl = rhs[:n], rhs[n : n + r]
@@ -163,9 +175,11 @@ def refine(m, d, tau, qdd, lam, r, scale, floor):
         for a in range(r):
             dl[a] = -dl[a] * sc[a]  # -δμ → δλ
         before = prev
-        code, prev = take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam, FINAL_STALL_TOL)
+        # stalls judged against the accelerations the answer surely carries (docstring)
+        tight = max(max_abs(qdd), floor)
+        stall = FINAL_STALL_TOL * min(1.0, tight / scale) if scale > 0.0 else FINAL_STALL_TOL
+        code, prev = take_correction(d, step, prev, scale, n, r, dq, dl, qdd, lam, stall)
         if code == MAX_REFINE and step == MAX_REFINE - 1:
-            tight = max(max_abs(qdd), floor)
             if not prev * prev <= FINAL_STALL_TOL * tight * before:
                 return -1
         if code != REFINE_GO_ON:
