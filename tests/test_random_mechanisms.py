@@ -2313,3 +2313,25 @@ def test_a_stalled_refinement_on_a_near_dependence_is_a_named_error():
     for method in mx.METHODS:
         out = mx.judge(mech, method, o, data=mech.model.create_data())
         assert out.kind == mx.NAMED and "lost accuracy" in out.message, (method, out)
+
+
+def test_augmented_refines_an_lu_pivot_ratio_above_eps():
+    """Census seed 19, case 653 (shrunk, ``tests/data/census19_653.mech``): augmented's LU
+    pivot ratio 5.9e-15 is below ``PIVOT_TOL`` (1e-14), where it raised 'is singular'
+    while the five other methods agreed with the oracle to 1e-20 (cond J M⁻¹ Jᵀ 2.8e13).
+    K's condition is at least ~1 / ratio and a refinement step contracts by ~eps cond(K),
+    so a ratio above eps can be refined and judged: augmented refines (two steps) and
+    agrees."""
+    import runpy
+    from pathlib import Path
+
+    g = runpy.run_path(str(Path(__file__).parent / "data" / "census19_653.mech"))
+    mech = mx.Mechanism(g["model"], g["q"], g["v"], g["tau"], [])
+    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
+    assert o.consistent and not o.well and o.cond > 1e13
+    for method in mx.METHODS:
+        d = mech.model.create_data()
+        out = mx.judge(mech, method, o, data=d)
+        assert out.kind == mx.AGREES, (method, out)
+        if method == "augmented":  # its LU pivot ratio, and it refined
+            assert d.diag[0] < 1e-14 and d.diag[3] >= 1

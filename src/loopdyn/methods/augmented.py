@@ -40,7 +40,6 @@ from loopdyn.methods.common import (
     INACCURATE,
     MAX_REFINE,
     ONE_SOLVE_TOL,
-    PIVOT_TOL,
     REFINE_GO_ON,
     REFINE_LU_COND,
     REFINE_LU_RATIO,
@@ -90,7 +89,9 @@ def augmented_kernel(m, d, q, v, tau, qdd, lam):
             K[n + a, n + b] = 0.0
         rhs[n + a] = s * d.gamma[ra]
     ratio = lu_inplace(K, n + r, d.piv)
-    if not ratio > PIVOT_TOL:
+    # K's condition is at least ~1 / ratio and refinement contracts by ~eps·cond(K): below
+    # EPS nothing can be refined; above it a small ratio is refined (below) and judged
+    if not ratio > EPS:
         d.diag[0] = ratio
         return SINGULAR
     lu_solve(K, n + r, d.piv, rhs)
