@@ -459,7 +459,8 @@ class _Gauss:
         A = sla.solve_triangular(self.L, J.T, lower=True).T  # J L⁻ᵀ
         U, s, Vt = np.linalg.svd(A, full_matrices=False)
         smax = s[0] if s.size else 0.0
-        r = int(np.sum(s > RANK_RTOL * smax)) if smax > 0 else 0
+        # and none below the normal range (subnormal rows: ``ld.constraint_rank``'s ABS_FLOOR)
+        r = int(np.sum(s > max(RANK_RTOL * smax, np.finfo(float).tiny)))
         self.A, self.U, self.s, self.V = A, U[:, :r], s[:r], Vt[:r]
         self.rank = r
         self.cond = float((s[0] / s[r - 1]) ** 2) if r else 1.0

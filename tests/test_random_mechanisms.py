@@ -239,7 +239,7 @@ def test_exact_or_singularity_error_on_hypothesis_mechanisms(mech):
 def test_exact_or_singularity_error_on_many_hypothesis_mechanisms(mech):
     """Shrinks a failure to a small mechanism (hypothesis prints its ``code()``).
 
-    Seeds 20261127 … 20261156 pass (``-m slow --hypothesis-seed=S``, 0.5-7 min
+    Seeds 20261127 … 20261160 pass (``-m slow --hypothesis-seed=S``, 0.5-7 min
     each).  What this test found before, each fixed at its root with a reproducer below: nearly
     dependent closures (augmented off by 5e-3), rows of 1e-10 among rows of 1, two rows
     parallel to 7e-11 (rcr 2e-8 off), Jᵀλ from world-pose wrenches (recursive_lambda, rcr,
@@ -257,7 +257,9 @@ def test_exact_or_singularity_error_on_many_hypothesis_mechanisms(mech):
     exact rational reference's size limit (``EXACT_MAX``) and a row of 7.7e-13 of J's
     scale, not rounding, taken for a clean redundancy (seed 20261152); augmented
     accepting corrections that stopped shrinking, judged against overestimated free
-    accelerations (seed 20261153, 2.3e-4 off)."""
+    accelerations (seed 20261153, 2.3e-4 off); a subnormal closure row kept (seed
+    20261160: every method singular on a state the oracle, which overflowed under load,
+    called well conditioned)."""
     _exact_or_singular(mech)
 
 
@@ -2335,3 +2337,49 @@ def test_augmented_refines_an_lu_pivot_ratio_above_eps():
         assert out.kind == mx.AGREES, (method, out)
         if method == "augmented":  # its LU pivot ratio, and it refined
             assert d.diag[0] < 1e-14 and d.diag[3] >= 1
+
+
+def _ball_off_a_hinge_axis_by(y):
+    """Three coaxial hinges and a ball closure between the first two bodies, its point
+    ``y`` off their common axis: the closure locks their relative rotation with a lever
+    of ``y`` (hypothesis seed 20261160: y = 2.2e-313 m, a subnormal row)."""
+    rod = dict(mass=1.0, inertia=np.eye(3) / 6)
+    b = ld.ModelBuilder("random", gravity=(0.0, 0.0, -9.81))
+    b.add_body("b0", "ground", ld.Revolute("z"), **rod)
+    b.add_body("b1", "b0", ld.Revolute("z"), **rod)
+    b.add_body("b2", "b1", ld.Revolute("z"), **rod)
+    b.add_frame("c0_a", "b0", xyz=(0.0, y, 0.0))
+    b.add_frame("c0_b", "b1", xyz=(0.0, y, 0.0))
+    b.add_closure("c0", "c0_a", "c0_b", "ball")
+    return b.build()
+
+
+def test_a_subnormal_closure_row_is_dependent():
+    """Seed 20261160: the closure's one row is 2.2e-313 (subnormal: bits lost, and no
+    power of two brings it to 1 without overflowing its multiplier).  Every method's
+    solve called it singular while the oracle, which kept it, called the state well
+    conditioned (cond 1) at rest, and overflowed (a NaN, a crash of the judge) under
+    joint forces, where λ would be ~1e312.  Rows below the normal range now count as
+    dependent (``ld.constraint_rank``'s ``ABS_FLOOR``; the oracle alike): at rest the
+    dropped row holds and every method agrees (q̈ = 0); under joint forces it does not,
+    and every method raises a SingularityError naming the closure."""
+    model = _ball_off_a_hinge_axis_by(2.2250738585e-313)
+    q = v = np.zeros(3)
+    info = ld.constraint_rank(model, q)
+    assert info.rank == 0 and 0.0 < info.singular_values[0] < np.finfo(float).tiny
+    mech = mx.Mechanism(model, q, v, np.zeros(3), [])
+    o = mx.dense_oracle(model, q, v, mech.tau)
+    for method in mx.METHODS:
+        out = mx.judge(mech, method, o, data=model.create_data())
+        assert out.kind == mx.AGREES, (method, out)
+    tau = np.array([0.3, -0.2, 0.1])
+    o = mx.dense_oracle(model, q, v, tau)
+    assert not o.well
+    for method in mx.METHODS:
+        with pytest.raises(ld.SingularityError, match=r"violates the rows of c0"):
+            ld.forward_dynamics(model, q, v, tau, method=method, data=model.create_data())
+    # a lever in the normal range is an exact constraint: the hinges turn together
+    model = _ball_off_a_hinge_axis_by(1e-300)
+    for method in mx.METHODS:
+        res = ld.forward_dynamics(model, q, v, tau, method=method, data=model.create_data())
+        assert res.rank == 1 and abs(res.qdd[1]) <= 1e-15 * np.abs(res.qdd).max()

@@ -464,6 +464,8 @@ class RankInfo:
 # hold at its own scale (``methods.dynamics._dropped_rows_hold``) or the state is
 # called singular
 RANK_FLOOR = 1e-12
+# ... and singular values below the smallest normal float (2.2e-308) are dependent too
+ABS_FLOOR = float(np.finfo(float).tiny)
 
 
 def constraint_rank(model, q, tol=None, data=None):
@@ -473,7 +475,8 @@ def constraint_rank(model, q, tol=None, data=None):
     max(10 · max(m, nv) · ε, ``RANK_FLOOR``) · σ_max: relative to J's own scale (rows
     mix lengths and angles, columns metres and radians, so no absolute threshold fits
     every model), with the usual factor of the matrix size for the rounding of the
-    rows, and no smaller than 1e-12 of the largest.  Rows
+    rows, no smaller than 1e-12 of the largest, nor than the smallest normal float
+    (``ABS_FLOOR``: subnormal rows are dependent).  Rows
     are then chosen greedily by the QR's pivoting (the most independent first) and
     returned sorted.
     """
@@ -494,6 +497,10 @@ def constraint_rank(model, q, tol=None, data=None):
     smax = sv[0] if sv.size else 0.0
     if tol is None:
         tol = max(10.0 * max(J.shape) * np.finfo(float).eps, RANK_FLOOR) * smax
+        # and none below the normal range: a row of subnormal entries (a ball closure
+        # 2.2e-313 m off a hinge's axis, hypothesis seed 20261160) has lost significant
+        # bits, and no power of two brings it to 1 without overflowing its multiplier
+        tol = max(tol, ABS_FLOOR)
     rank = int(np.sum(sv > tol))
     _, _, piv = sla.qr(J.T, mode="economic", pivoting=True)
     keep = np.sort(piv[:rank])

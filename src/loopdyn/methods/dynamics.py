@@ -234,7 +234,8 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None):
             raise ValueError(f"{model.name}: q, v or tau holds NaN or inf")
         if st == BAD_INPUT:  # pragma: no cover - the conversions above prevent it
             raise ValueError(f"{model.name}: q, v or tau has a wrong length or a zero quaternion")
-        if st > 0.0 and info.dropped.size and not _dropped_rows_hold(d, info, qdd, v):
+        broken = st > 0.0 and info.dropped.size and not _dropped_rows_hold(d, info, qdd, v)
+        if broken:
             st = INACCURATE
         if st > 0.0:
             break
@@ -247,7 +248,8 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None):
             "are too large for floating point"
         )
     if not st > 0.0:
-        msg = _singular_message(model, q, d, method, st)
+        msg = _broken_message(model, info, method) if broken else None
+        msg = msg or _singular_message(model, q, d, method, st)
         # the rank decision of a failed (often inconsistent) q must not outlive it: swapped
         # duplicate closures are independent off the constraint manifold only
         d.rank_info = None
@@ -301,6 +303,19 @@ def _dropped_rows_hold(d, info, qdd, v):
     vv = np.abs(v).max(initial=0.0) ** 2 * max(size, 1.0)
     scale = np.abs(Jd).max() * d.diag[DIAG_ASCALE] + np.abs(gd).max() + vv
     return bool(res <= RESIDUAL_TOL * 100 * scale)
+
+
+def _broken_message(model, info, method):
+    """Why an answer on the independent rows was refused: it violates the dependent
+    (dropped) rows of these closures at their own scale."""
+    names = sorted({model.closures[k] for k in model.row_int[info.dropped, 0]})
+    return (
+        f"{model.name}: the {method} answer on the {info.rank} independent closure rows "
+        f"violates the rows of {', '.join(names)} that depend on them here (or lie below "
+        "the floating-point range): the closures are (nearly) dependent at this "
+        "configuration and the motion is not determined.  This is a singular configuration "
+        "of the mechanism (a change of mobility); move away from it or change the closures."
+    )
 
 
 def _singular_message(model, q, d, method, st):
