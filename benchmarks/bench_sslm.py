@@ -104,7 +104,7 @@ def _fd_kernels(model, q, v, tau):
     for method in ("slm", "sslm"):
         d = model.create_data()
         ld.forward_dynamics(model, q, v, tau, method=method, data=d)  # rows, plan, compile
-        call = d.bound[method]  # functools.partial(entry, ctx[, plan buffer])
+        call = d.bound[method][0]  # functools.partial(entry, ctx[, plan buffer])
         args = (*call.args, q, v, tau, np.empty(model.nv), np.empty(model.m))
         out.append((call.func, args))
     return out
