@@ -832,7 +832,11 @@ def test_augmented_refines_to_the_size_of_qdd_not_of_the_multipliers(method):
     its refinement converged when a correction fell below 4e-16 of the size of the
     combined terms, (|φ| + |J||λ|) / M_ii = 1e11, i.e. 3e-5: q̈ was left 1.03e-8 of the
     scale from the exact answer without an error.  Corrections are now judged against
-    the size of q̈ and of the free accelerations; five steps reach 7e-16."""
+    the size of q̈ and of the free accelerations; five steps reach 7e-16.  sslm refines
+    with its own factors (KKT cond 2e15: each step gains ~2e-3) down to its rounding
+    floor, where its corrections stop shrinking at 7e-13..3.5e-12 of a q̈ of 12: where
+    it stops there is rounding (1.1e-14 from the exact answer with q̈ from the ABA,
+    1.8e-13 with q̈ from the I_j's factors), so it is held to 1e-12."""
     rod = dict(mass=1.0, inertia=np.eye(3) / 6)
     b = ld.ModelBuilder("universal_off_centres", gravity=(0.0, 0.0, -9.81))
     b.add_body("b0", "ground", ld.Spherical(), rpy=(0.0, 1.0, 0.5), **rod)
@@ -860,7 +864,7 @@ def test_augmented_refines_to_the_size_of_qdd_not_of_the_multipliers(method):
     assert out.kind == mx.AGREES, out
     res = ld.forward_dynamics(model, q, v, tau, method=method)
     exact = mx._exact_rational(o, res, tau)
-    assert np.abs(res.qdd - exact).max() <= 1e-13 * o.scale
+    assert np.abs(res.qdd - exact).max() <= (1e-12 if method == "sslm" else 1e-13) * o.scale
 
 
 def test_augmented_refines_a_mass_matrix_of_cond_4e9():

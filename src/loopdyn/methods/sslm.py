@@ -17,10 +17,10 @@ assembled only on its non-vanishing blocks (loops sharing a subsystem) and
 solved by block Gaussian elimination (block LDLᵀ) in a minimum-degree order of
 the loop graph — for a chain of loops, end to end as in eqs. (34)–(36) and
 (45)–(46) — with closed-form inverses of the 1×1, 2×2 and 3×3 pivot blocks.
-Then λ acts as external wrenches on the cut bodies and each subsystem's q̈_j
-comes from the articulated-body algorithm (the forest's ABA runs the subsystems
-one after the other): the subsystems are independent at that stage
-(``subsystem_accelerations(..., parallel=True)`` runs them in parallel threads).
+Then each subsystem's q̈_j = I_j⁻¹ (φ_j + J_jᵀλ) = L_j⁻¹ (z_j + D_j⁻¹ Y_jᵀλ) comes
+from the factors already formed (``accelerations``): the subsystems are independent
+at that stage (``subsystem_accelerations(..., parallel=True)`` applies λ as external
+wrenches on the cut bodies and runs one ABA per subsystem in parallel threads).
 ``lambda_stage`` isolates the λ computation of SLM and SSLM for timing.
 
 Everything symbolic (subsystem ranges, block pattern, elimination order, fill)
@@ -59,9 +59,7 @@ from loopdyn.methods.common import (
     REFINE_RATIO,
     SINGULAR,
     STALL_TOL,
-    aba_pivot_ratio,
     accept,
-    closure_forces,
     closure_loads,
     input_status,
     kkt_residual,
@@ -71,7 +69,7 @@ from loopdyn.methods.common import (
 )
 from loopdyn.methods.slm import slm_multipliers
 from loopdyn.topology.mechanism import elimination_order, topology
-from loopdyn.tree.aba import aba_bodies, aba_from_kinematics
+from loopdyn.tree.aba import aba_bodies
 from loopdyn.tree.crba import composite_inertias, crba_columns
 from loopdyn.tree.rnea import rnea_from_kinematics
 from loopdyn.validation import configuration, vector, workspace
@@ -859,18 +857,57 @@ def sslm_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     for t in range(ip[_NR]):
         lam[ip[olout + t]] = fw[flam + t]
     eta = phi_hat_max(ip, fw, d.x)
-    # λ's loads on the cut bodies as the joint forces Jᵀλ (``closure_forces``); then
-    # q̈_j by the tree algorithm.  The forest's ABA runs the subsystems' ABAs one after
-    # the other (independent: ``subsystem_accelerations(..., parallel=True)`` splits them).
-    closure_forces(m, d, tau, lam, r, d.x)
-    if aba_from_kinematics(m, d, unliteral(0), m.nb, as_input(d.x), as_input(d.fext[:0]), qdd) >= 0:
-        return SINGULAR
-    # refinement where the block elimination or the tree recursion may have lost accuracy
+    # q̈_j = φ̂_j + Î_jᵀ λ (eqs. 17, 19–21): each subsystem a tree under the loads Jᵀλ,
+    # solved with the factors L_jᵀ D_j L_j in hand (no second recursion over the forest)
+    iratio = accelerations(ip, fw, d.x, qdd)
+    # refinement where the block elimination (its Schur complements square J's
+    # conditioning: REFINE_RATIO, as SLM's) or the tree solve (the D_j pivots, as ABA's
+    # articulated pivots: REFINE_ABA_RATIO) may have lost accuracy
     d.diag[DIAG_REFINED] = 0.0
-    if ratio < REFINE_RATIO or aba_pivot_ratio(m, d) < REFINE_ABA_RATIO:
+    if ratio < REFINE_RATIO or iratio < REFINE_ABA_RATIO:
         if refine(m, d, ip, fw, tau, qdd, lam, r, max(eta, max_abs(qdd))) < 0:
             return INACCURATE
     return accept(m, d, ratio, qdd, lam, r, eta)
+
+
+@njit(cache=True)
+def accelerations(ip, fw, w, qdd):
+    """q̈_j = I_j⁻¹ (φ_j + J_jᵀ λ) = L_j⁻¹ (z_j + D_j⁻¹ Y_jᵀ λ) for every subsystem (eqs.
+    17, 19–21), from what ``gicm_assemble`` and ``gicm_solve`` left in ``fw``: z_j, D_j⁻¹,
+    the unit lower L_j (tree sparsity), Y_{i,j} = J_{i,j} L_j⁻¹ on its support and λ
+    (internal row order).  ``w`` (nv) is scratch: w = Yᵀλ, pair by pair on the
+    supports.  Returns min/max of the D_j pivots over the forest (the I_j's pivot
+    ratio, for the refinement test)."""
+    osub, olp, opr, osup = _o(ip, _SUB), _o(ip, _LP), _o(ip, _PR), _o(ip, _SUP)
+    odpar = _o(ip, _DPAR)
+    fI, fY, fz, fdinv, flam = _f(ip, _I), _f(ip, _Y), _f(ip, _Z), _f(ip, _DINV), _f(ip, _LAM)
+    for i in range(w.shape[0]):
+        w[i] = 0.0
+    for e in range(ip[_NE]):  # the (loop x, subsystem j) pairs
+        x, j = ip[opr + 5 * e], ip[opr + 5 * e + 1]
+        yo, so, sl = fY + ip[opr + 5 * e + 2], osup + ip[opr + 5 * e + 3], ip[opr + 5 * e + 4]
+        p, t0 = ip[olp + 6 * x + 1], flam + ip[olp + 6 * x + 2]
+        n, v0 = ip[osub + 7 * j + 4], ip[osub + 7 * j + 3]
+        for u in range(sl):
+            i = ip[so + u]
+            acc = 0.0
+            for t in range(p):
+                acc += fw[yo + t * n + i] * fw[t0 + t]
+            w[v0 + i] += acc
+    lo, hi = 1e300, 0.0
+    for j in range(ip[_NS]):
+        v0, n, off = ip[osub + 7 * j + 3], ip[osub + 7 * j + 4], fI + ip[osub + 7 * j + 5]
+        dp = odpar + v0
+        for k in range(n):  # L y = z + D⁻¹ w, ancestors (smaller local indices) first
+            dk = fw[fdinv + v0 + k]
+            lo, hi = min(lo, dk), max(hi, dk)
+            s = fw[fz + v0 + k] + dk * w[v0 + k]
+            a = ip[dp + k]
+            while a >= 0:
+                s -= fw[off + k * n + a] * qdd[v0 + a]
+                a = ip[dp + a]
+            qdd[v0 + k] = s
+    return lo / hi if hi > 0.0 else 1.0
 
 
 @njit(cache=True)
