@@ -856,10 +856,10 @@ def sslm_kernel(m, d, ip, fw, q, v, tau, qdd, lam):
     olout, flam = _o(ip, _LOUT), _f(ip, _LAM)
     for t in range(ip[_NR]):
         lam[ip[olout + t]] = fw[flam + t]
-    eta = phi_hat_max(ip, fw, d.x)
     # q̈_j = φ̂_j + Î_jᵀ λ (eqs. 17, 19–21): each subsystem a tree under the loads Jᵀλ,
-    # solved with the factors L_jᵀ D_j L_j in hand (no second recursion over the forest)
-    iratio = accelerations(ip, fw, d.x, qdd)
+    # solved with the factors L_jᵀ D_j L_j in hand (no second recursion over the forest);
+    # |φ̂|∞, the size of the terms q̈ combines, for the acceptance check
+    eta, iratio = accelerations(ip, fw, d.x, qdd)
     # refinement where the block elimination (its Schur complements square J's
     # conditioning: REFINE_RATIO, as SLM's) or the tree solve (the D_j pivots, as ABA's
     # articulated pivots: REFINE_ABA_RATIO) may have lost accuracy
@@ -876,8 +876,9 @@ def accelerations(ip, fw, w, qdd):
     17, 19–21), from what ``gicm_assemble`` and ``gicm_solve`` left in ``fw``: z_j, D_j⁻¹,
     the unit lower L_j (tree sparsity), Y_{i,j} = J_{i,j} L_j⁻¹ on its support and λ
     (internal row order).  ``w`` (nv) is scratch: w = Yᵀλ, pair by pair on the
-    supports.  Returns min/max of the D_j pivots over the forest (the I_j's pivot
-    ratio, for the refinement test)."""
+    supports, then φ̂ = L⁻¹ z (the unconstrained accelerations, solved in the same pass).
+    Returns (|φ̂|∞, the size of the terms q̈ combines; min/max of the D_j pivots over the
+    forest, the I_j's pivot ratio for the refinement test)."""
     osub, olp, opr, osup = _o(ip, _SUB), _o(ip, _LP), _o(ip, _PR), _o(ip, _SUP)
     odpar = _o(ip, _DPAR)
     fI, fY, fz, fdinv, flam = _f(ip, _I), _f(ip, _Y), _f(ip, _Z), _f(ip, _DINV), _f(ip, _LAM)
@@ -894,20 +895,27 @@ def accelerations(ip, fw, w, qdd):
             for t in range(p):
                 acc += fw[yo + t * n + i] * fw[t0 + t]
             w[v0 + i] += acc
-    lo, hi = 1e300, 0.0
+    lo, hi, eta = 1e300, 0.0, 0.0
     for j in range(ip[_NS]):
         v0, n, off = ip[osub + 7 * j + 3], ip[osub + 7 * j + 4], fI + ip[osub + 7 * j + 5]
         dp = odpar + v0
-        for k in range(n):  # L y = z + D⁻¹ w, ancestors (smaller local indices) first
+        # L q̈ = z + D⁻¹ w and L φ̂ = z, ancestors (smaller local indices) first; φ̂_k
+        # replaces w_k once read (only ancestors' φ̂ are read after)
+        for k in range(n):
             dk = fw[fdinv + v0 + k]
             lo, hi = min(lo, dk), max(hi, dk)
-            s = fw[fz + v0 + k] + dk * w[v0 + k]
+            z = fw[fz + v0 + k]
+            s, h = z + dk * w[v0 + k], z
             a = ip[dp + k]
             while a >= 0:
-                s -= fw[off + k * n + a] * qdd[v0 + a]
+                lka = fw[off + k * n + a]
+                s -= lka * qdd[v0 + a]
+                h -= lka * w[v0 + a]
                 a = ip[dp + a]
             qdd[v0 + k] = s
-    return lo / hi if hi > 0.0 else 1.0
+            w[v0 + k] = h
+            eta = max(eta, abs(h))
+    return eta, (lo / hi if hi > 0.0 else 1.0)
 
 
 @njit(cache=True)
@@ -977,31 +985,6 @@ def refine(m, d, ip, fw, tau, qdd, lam, r, scale):
         if code != REFINE_GO_ON:
             return code
     return MAX_REFINE
-
-
-@njit(cache=True)
-def phi_hat_max(ip, fw, y):
-    """|φ̂|∞, φ̂_j = I_j⁻¹ φ_j = L_j⁻¹ z_j (eqs. 19–21): the unconstrained accelerations.
-
-    From the factors ``gicm_assemble`` left in ``fw`` (L_j unit lower triangular
-    with the tree's sparsity, z_j); ``y`` (nv) is scratch.  The size of the terms
-    SSLM combines into q̈, for the acceptance check.
-    """
-    osub, odpar = _o(ip, _SUB), _o(ip, _DPAR)
-    fI, fz = _f(ip, _I), _f(ip, _Z)
-    out = 0.0
-    for j in range(ip[_NS]):
-        v0, n, off = ip[osub + 7 * j + 3], ip[osub + 7 * j + 4], fI + ip[osub + 7 * j + 5]
-        dp = odpar + v0
-        for k in range(n):  # L y = z, ancestors (smaller local indices) first
-            s = fw[fz + v0 + k]
-            a = ip[dp + k]
-            while a >= 0:
-                s -= fw[off + k * n + a] * y[v0 + a]
-                a = ip[dp + a]
-            y[v0 + k] = s
-            out = max(out, abs(s))
-    return out
 
 
 @entry
