@@ -2187,6 +2187,8 @@ def test_a_small_row_that_is_not_rounding_makes_the_state_ambiguous():
     for method in mx.METHODS:
         out = mx.judge(mech, method, o, data=mech.model.create_data())
         assert out.kind == mx.NAMED, (method, out)
+        # the error names the closure whose dependent row fails (of c0 … c3's ten)
+        assert "violates the rows of c3 that depend" in out.message, (method, out)
 
 
 def _small_redundant_row():

@@ -461,7 +461,7 @@ class RankInfo:
 # singular values of J below RANK_FLOOR σ_max count as dependent rows, as those below
 # 10 max(m, nv) ε σ_max (J's rounding) do: kept, such a row makes cond(J) > 1e12, and
 # the methods' float64 solves fail there (hypothesis seed 20261152); dropped, it must
-# hold at its own scale (``methods.dynamics._dropped_rows_hold``) or the state is
+# hold at its own scale (``methods.dynamics._broken_rows``) or the state is
 # called singular
 RANK_FLOOR = 1e-12
 # ... and singular values below the smallest normal float (2.2e-308) are dependent too

@@ -234,8 +234,8 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None):
             raise ValueError(f"{model.name}: q, v or tau holds NaN or inf")
         if st == BAD_INPUT:  # pragma: no cover - the conversions above prevent it
             raise ValueError(f"{model.name}: q, v or tau has a wrong length or a zero quaternion")
-        broken = st > 0.0 and info.dropped.size and not _dropped_rows_hold(d, info, qdd, v)
-        if broken:
+        broken = _broken_rows(d, info, qdd, v) if st > 0.0 and info.dropped.size else NO_ROWS
+        if broken.size:
             st = INACCURATE
         if st > 0.0:
             break
@@ -248,8 +248,10 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None):
             "are too large for floating point"
         )
     if not st > 0.0:
-        msg = _broken_message(model, info, method) if broken else None
-        msg = msg or _singular_message(model, q, d, method, st)
+        if broken.size:
+            msg = _broken_message(model, info, broken, method)
+        else:
+            msg = _singular_message(model, q, d, method, st)
         # the rank decision of a failed (often inconsistent) q must not outlive it: swapped
         # duplicate closures are independent off the constraint manifold only
         d.rank_info = None
@@ -281,9 +283,10 @@ def _redetect(model, q, d):
     return info
 
 
-def _dropped_rows_hold(d, info, qdd, v):
-    """True if the redundant (dropped) rows also satisfy J q̈ = γ, to the tolerance of
-    the acceptance check with its acceleration scale (``methods.common.accept``).
+def _broken_rows(d, info, qdd, v):
+    """The redundant (dropped) rows that do not satisfy J q̈ = γ to the tolerance of the
+    acceptance check with its acceleration scale (``methods.common.accept``); empty if
+    they all hold.
 
     The scale is that of the dropped rows themselves: |J_d|∞ times the acceleration
     scale (a dropped row is a combination of kept ones, its residual theirs times
@@ -296,19 +299,19 @@ def _dropped_rows_hold(d, info, qdd, v):
     model = d.model
     J, gamma = d.J[: model.m], d.gamma
     Jd, gd = J[info.dropped], gamma[info.dropped]
-    res = np.abs(Jd @ qdd - gd).max()
+    res = np.abs(Jd @ qdd - gd)
     size = max(
         np.abs(model.jgeom[:, 3]).max(initial=0.0), np.abs(model.cl_X[:, :, 3]).max(initial=0.0)
     )
     vv = np.abs(v).max(initial=0.0) ** 2 * max(size, 1.0)
     scale = np.abs(Jd).max() * d.diag[DIAG_ASCALE] + np.abs(gd).max() + vv
-    return bool(res <= RESIDUAL_TOL * 100 * scale)
+    return info.dropped[~(res <= RESIDUAL_TOL * 100 * scale)]
 
 
-def _broken_message(model, info, method):
+def _broken_message(model, info, rows, method):
     """Why an answer on the independent rows was refused: it violates the dependent
-    (dropped) rows of these closures at their own scale."""
-    names = sorted({model.closures[k] for k in model.row_int[info.dropped, 0]})
+    (dropped) ``rows``, named by their closures."""
+    names = sorted({model.closures[k] for k in model.row_int[rows, 0]})
     return (
         f"{model.name}: the {method} answer on the {info.rank} independent closure rows "
         f"violates the rows of {', '.join(names)} that depend on them here (or lie below "
