@@ -17,6 +17,7 @@ run on every thread).
     PYTHONPATH=src python benchmarks/bench_scale.py [--rounds 5] [--n 10000] [--cpu-time]
     PYTHONPATH=src python benchmarks/bench_scale.py --cold augmented   # compile time
     PYTHONPATH=src python benchmarks/bench_scale.py --simulation       # batched / partitioning
+    PYTHONPATH=src python benchmarks/bench_scale.py --batches          # the batches only
 """
 
 import argparse
@@ -283,17 +284,21 @@ if __name__ == "__main__":
     p.add_argument("--cpu-time", action="store_true", help="free fall: the CPU time")
     p.add_argument("--cold", metavar="METHOD", help="only: a cold first batch of METHOD")
     p.add_argument("--simulation", action="store_true", help="only: simulate_batch, partitioning")
+    p.add_argument("--batches", action="store_true", help="only: the batches")
     a = p.parse_args()
     if a.cold:
         cold(a.cold)
         sys.exit()
     clock = time.process_time if a.cpu_time else time.perf_counter
-    sim_batch(a.rounds, 64)
-    partitioning(a.rounds, clock)
-    if a.simulation:
-        sys.exit()
-    free_fall(a.rounds, 1e-10, clock)
+    if not a.batches:
+        sim_batch(a.rounds, 64)
+        partitioning(a.rounds, clock)
+        if a.simulation:
+            sys.exit()
+        free_fall(a.rounds, 1e-10, clock)
     batch("four_bar", ld.examples.four_bar(), a.n, a.rounds, "augmented")
+    # slm: the fastest method on the four-bar (single calls: bench_core.py)
+    batch("four_bar", ld.examples.four_bar(), a.n, a.rounds, "slm")
     # rcr: the fastest method on the ladder (single calls: rcr 25 µs, sslm 32, embedding 56,
     # augmented 262, recursive_lambda 365, slm 391)
     batch("spatial_ladder(32)", ld.examples.spatial_ladder(32), a.n, a.rounds, "rcr")
