@@ -239,7 +239,7 @@ def test_exact_or_singularity_error_on_hypothesis_mechanisms(mech):
 def test_exact_or_singularity_error_on_many_hypothesis_mechanisms(mech):
     """Shrinks a failure to a small mechanism (hypothesis prints its ``code()``).
 
-    Seeds 20261127 … 20261160 pass (``-m slow --hypothesis-seed=S``, 0.5-7 min
+    Seeds 20261127 … 20261173 pass (``-m slow --hypothesis-seed=S``, 0.5-7 min
     each).  What this test found before, each fixed at its root with a reproducer below: nearly
     dependent closures (augmented off by 5e-3), rows of 1e-10 among rows of 1, two rows
     parallel to 7e-11 (rcr 2e-8 off), Jᵀλ from world-pose wrenches (recursive_lambda, rcr,
@@ -259,7 +259,8 @@ def test_exact_or_singularity_error_on_many_hypothesis_mechanisms(mech):
     accepting corrections that stopped shrinking, judged against overestimated free
     accelerations (seed 20261153, 2.3e-4 off); a subnormal closure row kept (seed
     20261160: every method singular on a state the oracle, which overflowed under load,
-    called well conditioned)."""
+    called well conditioned); sslm's GICM pivot ratio blind to pivots spreading across
+    1×1 blocks (seed 20261170, 1.2e-8 off)."""
     _exact_or_singular(mech)
 
 
@@ -2389,3 +2390,48 @@ def test_a_subnormal_closure_row_is_dependent():
     for method in mx.METHODS:
         res = ld.forward_dynamics(model, q, v, tau, method=method, data=model.create_data())
         assert res.rank == 1 and abs(res.qdd[1]) <= 1e-15 * np.abs(res.qdd).max()
+
+
+def test_sslm_sees_gicm_pivots_that_spread_across_blocks():
+    """Hypothesis seed 20261170: a universal, a skewed universal and three hinges on one
+    axis line, closed by a one-row generic, a weld and a ball closure; 3 independent rows,
+    cond J M⁻¹ Jᵀ 3e10.  SSLM's GICM is eliminated in 1×1 pivot blocks, each with
+    det / Π diag = 1, which was its whole pivot ratio: no refinement, λ off and q̈
+    1.2e-8 of the scale from every other method (silently).  Its ratio now also bounds
+    the spread of the pivots across blocks (5.6e-11 here, SLM's Cholesky ratio alike):
+    it refines and agrees."""
+    rod = dict(mass=1.0, inertia=np.eye(3) / 6)
+    b = ld.ModelBuilder("random", gravity=(0.0, 0.0, -9.81))
+    b.add_body("b0", "ground", ld.Universal((1, 0, 0), (0, 1, 0)), mass=1.0,
+               inertia=[[0.14842125530876488, -0.028415544588302553, 0.0],
+                        [-0.028415544588302553, 0.12241207802456847, 0.0],
+                        [0.0, 0.0, 0.10416666666666666]])  # fmt: skip
+    b.add_body("b1", "b0", ld.Universal((0.9999999953721933, 9.620609837610673e-05, 0.0),
+                                        (-9.32152837609261e-05, 0.9689124172267053,
+                                         0.24740395925452294)),
+               xyz=(0, 0, 0.5), **rod)  # fmt: skip
+    b.add_body("b2", "b1", ld.Revolute("z"), **rod)
+    b.add_body("b3", "b2", ld.Revolute("y"), **rod)
+    b.add_body("b4", "b3", ld.Revolute("z"), **rod)
+    b.add_body("b5", "b4", ld.Revolute("z"), **rod)
+    tilt = [[1.0, 0.0, 2.3419586346110148e-17], [0.0, 1.0, 0.0], [2.3419586346110148e-17, 0.0, 1.0]]
+    b.add_frame("c0_a", "b0")
+    b.add_frame("c0_b", "b1", xyz=(-1.1709793173055074e-17, 0.0, -0.5), rotation=tilt)
+    b.add_closure("c0", "c0_a", "c0_b", "generic", translation_axes=[], rotation_axes=[(0, 1, 0)])
+    b.add_frame("c1_a", "b1")
+    b.add_frame("c1_b", "b2", rotation=tilt)
+    b.add_closure("c1", "c1_a", "c1_b", "weld")
+    b.add_frame("c2_a", "b2", xyz=(0.5, 0.0, 0.0))
+    b.add_frame("c2_b", "b0", xyz=(0.5, 0.0, 0.5), rotation=tilt)
+    b.add_closure("c2", "c2_a", "c2_b", "ball")
+    model = b.build()
+    q = np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    mech = mx.Mechanism(model, q, np.zeros(8), np.zeros(8), [])
+    o = mx.dense_oracle(model, q, mech.v, mech.tau)
+    assert o.rank == 3 and o.cond > 1e10
+    for method in mx.METHODS:
+        d = model.create_data()
+        out = mx.judge(mech, method, o, data=d)
+        assert out.kind == mx.AGREES, (method, out)
+        if method == "sslm":  # its pivot ratio sees the spread, and it refined
+            assert d.diag[0] < 1e-9 and d.diag[3] >= 1

@@ -681,19 +681,30 @@ def gicm_solve(ip, fw):
     Ψ̃_a -= W_{a,k} Ψ̃_k on its later neighbours a, b only (the sparsity of the
     loop graph plus its precomputed fill).  Back: λ_k = D_k⁻¹ Ψ̃_k - Σ_a W_{a,k}ᵀ λ_a.
     Sections G and psi are overwritten, λ goes to lam (internal row order).
-    Returns the smallest det / Π diag of the pivot blocks (0: singular).
+    Returns the pivot ratio (0: singular): the smaller of the pivot blocks' det / Π diag
+    and of min_k (det / Π diag · min diag) / max_k max diag over the pivot blocks D_k, a
+    lower bound of min/max of the LDLᵀ pivots of 𝓘 (an SPD block's pivots are at most
+    its diagonal entries, their product its determinant): as SLM's Cholesky ratio, it
+    sees pivots that spread across blocks, each block alone well conditioned (hypothesis
+    seed 20261170: 1×1 blocks, det / Π diag = 1, cond 𝓘 3e10, λ unrefined 1.2e-8 off).
     """
     okd, ond, oud = _o(ip, _KD), _o(ip, _ND), _o(ip, _UD)
     fG, fW, fpsi = _f(ip, _G), _f(ip, _W), _f(ip, _PSI)
     nl = ip[_NL]
     ratio = 1.0
+    lo, hi = 1e300, 0.0
     for k in range(nl):
         d = okd + 7 * k
         p, t0, bo = ip[d], ip[d + 1], ip[d + 2]
+        dmin, dmax = 1e300, 0.0
+        for r in range(p):
+            g = fw[fG + bo + r * p + r]
+            dmin, dmax = min(dmin, g), max(dmax, g)
         rk = _inv_sym(fw, fG + bo, p, fw, fW + bo)
         if not rk > 1e-14:
             return 0.0
         ratio = min(ratio, rk)
+        lo, hi = min(lo, rk * dmin), max(hi, dmax)
         do = fW + bo
         for x in range(ip[d + 3], ip[d + 4]):
             e = ond + 3 * x
@@ -739,7 +750,7 @@ def gicm_solve(ip, fw):
                         acc += fw[wa + t * p + m] * fw[gb + s * p + m]
                     fw[go + t * pb + s] -= acc
     gicm_back(ip, fw)
-    return ratio
+    return min(ratio, lo / hi) if hi > 0.0 else ratio
 
 
 @njit(cache=True)
@@ -806,9 +817,8 @@ def gicm_resolve(ip, fw):
 def sslm_lambda(ip, fw, gamma):
     """The λ stage alone: from I_j, J_{i,j} and φ (in ``fw``) and γ to λ (internal order).
 
-    Overwrites the I and Y sections of ``fw`` with their factors.  Returns the
-    smallest det / Π diag of the GICM pivot blocks (0: singular; -1: an I_j is not
-    positive definite).
+    Overwrites the I and Y sections of ``fw`` with their factors.  Returns the GICM's
+    pivot ratio (``gicm_solve``; 0: singular; -1: an I_j is not positive definite).
     """
     if not gicm_assemble(ip, fw, gamma) > 0.0:
         return -1.0
