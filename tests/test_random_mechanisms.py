@@ -2458,15 +2458,12 @@ def test_a_vacuous_dropped_row_is_checked_at_its_own_scale():
         assert out.kind == mx.NAMED and "violates the rows of c0, c3" in out.message, out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (seed 20261172): dropped rows of 0.40 violated by 0.0046 pass the dropped-"
-    "row check at |J_d| times augmented's acceleration scale 1.76e6 ((|φ| + |J||λ|) / min "
-    "M_ii), which overestimates the accelerations (|q̈| ~ 20): every method answers a state "
-    "the oracle calls inconsistent",
-)
 def test_a_dropped_row_judged_at_an_overestimated_scale():
-    """The state has no solution; every method must raise a SingularityError."""
+    """Hypothesis seed 20261172, second case: dropped rows of 0.40 (c0's and c3's) are
+    violated by γ_d - C γ_k = 0.0046 (J_d = C J_k): the state has no solution.  They
+    passed the dropped-row check at |J_d| times augmented's acceleration scale 1.76e6
+    ((|φ| + |J||λ|)/min M_ii, a 1 g body) against |q̈| ~ 27, and every method answered.
+    Every method must raise a SingularityError that names the closures."""
     import runpy
     from pathlib import Path
 

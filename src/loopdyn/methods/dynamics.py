@@ -47,7 +47,6 @@ from loopdyn.kinematics.closures import (
 from loopdyn.methods import augmented, denoc, embedding, rcr, recursive_lambda, slm, sslm
 from loopdyn.methods.common import (
     BAD_INPUT,
-    DIAG_ASCALE,
     INACCURATE,
     NO_ROWS,
     NONFINITE_INPUT,
@@ -284,32 +283,42 @@ def _redetect(model, q, d):
 
 
 def _broken_rows(d, info, qdd, v):
-    """The redundant (dropped) rows that do not satisfy J q̈ = γ to the tolerance of the
-    acceptance check with its acceleration scale (``methods.common.accept``); empty if
-    they all hold.
+    """The redundant (dropped) rows that do not satisfy J q̈ = γ to the accuracy the
+    kept rows reach; empty if they all hold.
 
-    The scale is each dropped row's own: its |J_d|∞ times the acceleration scale (a
-    dropped row is a combination of kept ones, its residual theirs times |J_d|/|J_k|),
-    its |γ_d|, and |v|∞² times the model's size: the velocity products
-    γ is made of, whose rounding is all a vacuous row (J's row ~0, e.g. a ball closure on
-    a hinge's own centre) has left.  With the kept rows' |J| instead, a vacuous row whose
-    γ is not rounding (J v = 0 holds, J q̈ = γ cannot: the closure breaks at second
-    order) passed when the acceleration scale was large (hypothesis seed 20261144:
-    γ_d = -0.0156 against 1e-8 · 1.4 · 3.3e6)."""
+    A dropped row is a combination of the kept ones, J_d = C J_k (C by least squares),
+    so an answer that satisfies the kept rows to their residuals r_k satisfies it to
+    |C| |r_k|, plus what the dependence and the rounding leave: 100 RESIDUAL_TOL of
+    the row's own scale, its |J_d|∞ times the accelerations the answer carries
+    (max(|q̈|∞, |g|)), its |γ_d|, |C| |γ_k| and |v|∞² times the model's size (the
+    velocity products γ is made of, whose rounding is all a vacuous row, J's row ~0,
+    e.g. a ball closure on a hinge's own centre, has left).  What is left over is
+    γ_d - C γ_k: the state is inconsistent there, no q̈ satisfies every row.
+
+    The rows are judged each at its own scale (a vacuous row with γ_d = 0.01 passed
+    next to dropped rows of 0.84, hypothesis seed 20261172), and not with the
+    method's acceleration scale (``DIAG_ASCALE``, an upper bound of what the solve
+    combined): augmented's (|φ| + |J||λ|)/min M_ii was 1.76e6 with a 1 g body against
+    |q̈| ~ 27, and dropped rows of 0.40 violated by 0.0046 (γ_d - C γ_k) passed (seed
+    20261172, second case); the kept rows' own residuals carry the solve's rounding."""
     model = d.model
     J, gamma = d.J[: model.m], d.gamma
+    Jk, gk = J[info.independent], gamma[info.independent]
     Jd, gd = J[info.dropped], gamma[info.dropped]
+    C = (
+        np.abs(np.linalg.lstsq(Jk.T, Jd.T, rcond=None)[0].T)
+        if info.rank
+        else np.zeros((Jd.shape[0], 0))
+    )
     res = np.abs(Jd @ qdd - gd)
     size = max(
         np.abs(model.jgeom[:, 3]).max(initial=0.0), np.abs(model.cl_X[:, :, 3]).max(initial=0.0)
     )
     vv = np.abs(v).max(initial=0.0) ** 2 * max(size, 1.0)
-    # row by row: with the largest |J_d| of all dropped rows, a vacuous row (|J_d| 6e-17)
-    # whose γ_d = 0.01 is not rounding passed next to dropped rows of 0.84 times an
-    # acceleration scale of 1.5e6 (hypothesis seed 20261172: every method answered a
-    # state where J q̈ = γ has no solution)
-    scale = np.abs(Jd).max(axis=1) * d.diag[DIAG_ASCALE] + np.abs(gd) + vv
-    return info.dropped[~(res <= RESIDUAL_TOL * 100 * scale)]
+    acc = max(np.abs(qdd).max(initial=0.0), float(np.linalg.norm(model.gravity)))
+    scale = np.abs(Jd).max(axis=1, initial=0.0) * acc + np.abs(gd) + C @ np.abs(gk) + vv
+    tol = C @ np.abs(Jk @ qdd - gk) + RESIDUAL_TOL * 100 * scale
+    return info.dropped[~(res <= tol)]
 
 
 def _broken_message(model, info, rows, method):
