@@ -93,6 +93,12 @@ class System:
         self.chart = Chart(self.model, q)
         if self.mode == "partitioning" and self.closed:
             self.set_partition(q, self._independent)
+        elif self.closed:
+            # the independent rows for projection and Baumgarte, chosen here: off the
+            # constraint manifold (after a step) redundant rows are independent to first
+            # order in |Φ|, and a swapped duplicate ball closure gave a fourth row of a
+            # rank-3 set, whose near-singular J Jᵀ threw v off by 1e-8 a step
+            self.rows = constraint_rank(self.model, q, data=self.data).independent
         return self.state(q, v)
 
     def candidate(self, q, independent=None):
