@@ -9,7 +9,8 @@ Mechanism i is ``tests/mechanisms.random_mechanism((seed, i))`` (the forward-dyn
 census's generator: random trees with every joint type, satisfiable closures of every
 kind, ~20 % deliberately redundant, masses over six decades) started at its consistent
 state (q*, v*) with no joint forces, simulated for ``--t-end`` seconds with the defaults
-(DOP853, rtol = atol = 1e-8, projection).  With no forces and no dissipation the energy
+(DOP853, rtol = atol = 1e-8, projection; ``--integrator``, ``--stabilization``,
+``--method`` change them).  With no forces and no dissipation the energy
 is conserved and the closures hold, so each run is counted as:
 
 - ok: it completes, q and v finite, max |Φ| <= 1e-7 and max |E - E0| <= 1e-5 of max |E|;
@@ -41,12 +42,13 @@ import mechanisms as mx
 KINDS = ("ok", "named", "sing/well", "phi", "drift", "nonfinite", "other", "slow")
 
 
-def run_one(mech, t_end, method, slow):
-    """(kind, wall seconds, detail) of one simulation of ``mech`` from (q*, v*), τ = 0."""
+def run_one(mech, t_end, method, slow, **options):
+    """(kind, wall seconds, detail) of one simulation of ``mech`` from (q*, v*), τ = 0;
+    ``options`` for ``ld.simulate`` (stabilization, integrator)."""
     model = mech.model
     t0 = time.perf_counter()
     try:
-        tr = ld.simulate(model, mech.q, mech.v, t_end=t_end, method=method, t_eval=31)
+        tr = ld.simulate(model, mech.q, mech.v, t_end=t_end, method=method, t_eval=31, **options)
     except ld.SimulationSingularityError as e:
         wall = time.perf_counter() - t0
         tau = np.zeros(model.nv)
@@ -77,6 +79,8 @@ def main():
     p.add_argument("--seed", type=int, default=1, help="census seed (recorded)")
     p.add_argument("--t-end", type=float, default=0.3, help="simulated seconds per run")
     p.add_argument("--method", default="augmented")
+    p.add_argument("--stabilization", default="projection")
+    p.add_argument("--integrator", default="DOP853")
     p.add_argument("--slow", type=float, default=30.0, help="seconds above which a run counts")
     p.add_argument("--show", type=int, default=None, help="print the code of case SHOW")
     a = p.parse_args()
@@ -88,14 +92,16 @@ def main():
     start = time.perf_counter()
     print(
         f"simulation census: N = {a.n}, seed = {a.seed}, t_end = {a.t_end} s, "
-        f"method = {a.method}; loopdyn {ld.__version__}",
+        f"method = {a.method}, {a.integrator}, {a.stabilization}; loopdyn {ld.__version__}",
         flush=True,
     )
     for i in range(a.n):
         mech = mx.random_mechanism((a.seed, i))
         if mech.model.nv == 0:
             continue
-        kind, wall, detail = run_one(mech, a.t_end, a.method, a.slow)
+        kind, wall, detail = run_one(
+            mech, a.t_end, a.method, a.slow, stabilization=a.stabilization, integrator=a.integrator
+        )
         counts[kind] += 1
         walls.append(wall)
         if kind != "ok":

@@ -177,6 +177,26 @@ def test_a_closure_of_rank_0_simulates_as_the_tree(mode):
     np.testing.assert_allclose(tr.q, ref.q, rtol=0, atol=1e-8)
 
 
+def _rssr(swapped):
+    """A spatial RSSR (crank, coupler on a spherical joint, rocker) closed by a ball
+    closure, and with ``swapped`` the same closure again with its frames swapped (rank 3
+    of 6 rows)."""
+    b = ld.ModelBuilder("rssr")
+    inertia = (0.01, 0.02, 0.02)
+    b.add_body("crank", "ground", ld.Revolute("z"), mass=1.0, com=(0.15, 0, 0),
+               inertia=inertia)  # fmt: skip
+    b.add_body("coupler", "crank", ld.Spherical(), xyz=(0.3, 0, 0), mass=0.5,
+               com=(0.5, 0, 0), inertia=inertia)  # fmt: skip
+    b.add_body("rocker", "ground", ld.Revolute("y"), xyz=(0.9, 0.4, 0.1), mass=0.8,
+               com=(0, 0, 0.3), inertia=inertia)  # fmt: skip
+    b.add_frame("A", "coupler", xyz=(1.0, 0, 0))
+    b.add_frame("B", "rocker", xyz=(0, 0, 0.6))
+    b.add_closure("c0", "A", "B", "ball")
+    if swapped:
+        b.add_closure("c1", "B", "A", "ball")
+    return b.build()
+
+
 @pytest.mark.parametrize(
     "kw, atol",
     [
@@ -184,6 +204,7 @@ def test_a_closure_of_rank_0_simulates_as_the_tree(mode):
         (dict(stabilization="baumgarte"), 1e-9),
         (dict(stabilization="projection", integrator="RK4", dt=0.01), 1e-12),
         (dict(stabilization="projection", rtol=1e-4, atol=1e-4), 1e-3),
+        (dict(stabilization="partitioning"), 1e-8),
     ],
 )
 def test_a_swapped_duplicate_closure_simulates_as_the_model_without_it(kw, atol):
@@ -198,23 +219,7 @@ def test_a_swapped_duplicate_closure_simulates_as_the_model_without_it(kw, atol)
     to 1e-9).  At rtol = 1e-4 a trial step put a stage at |Φ| = 1.2, singular there: the
     step is retried shorter.  The motion is the one without the duplicate."""
 
-    def rssr(swapped):
-        b = ld.ModelBuilder("rssr")
-        inertia = (0.01, 0.02, 0.02)
-        b.add_body("crank", "ground", ld.Revolute("z"), mass=1.0, com=(0.15, 0, 0),
-                   inertia=inertia)  # fmt: skip
-        b.add_body("coupler", "crank", ld.Spherical(), xyz=(0.3, 0, 0), mass=0.5,
-                   com=(0.5, 0, 0), inertia=inertia)  # fmt: skip
-        b.add_body("rocker", "ground", ld.Revolute("y"), xyz=(0.9, 0.4, 0.1), mass=0.8,
-                   com=(0, 0, 0.3), inertia=inertia)  # fmt: skip
-        b.add_frame("A", "coupler", xyz=(1.0, 0, 0))
-        b.add_frame("B", "rocker", xyz=(0, 0, 0.6))
-        b.add_closure("c0", "A", "B", "ball")
-        if swapped:
-            b.add_closure("c1", "B", "A", "ball")
-        return b.build()
-
-    single, double = rssr(False), rssr(True)
+    single, double = _rssr(False), _rssr(True)
     q = ld.assemble(single, single.q0)
     v = ld.complete_velocity(single, q, [2.0, 0, 0, 0, 0])
     assert ld.constraint_rank(double, q).rank == 3
@@ -224,6 +229,45 @@ def test_a_swapped_duplicate_closure_simulates_as_the_model_without_it(kw, atol)
     assert tr.completed
     np.testing.assert_allclose(tr.q, ref.q, rtol=0, atol=atol)
     assert np.abs(tr.energy - ref.energy).max() <= atol * abs(ref.energy[0])
+
+
+def test_partition_and_constraint_rank_agree_off_the_manifold():
+    """ld.partition took its rank with a tolerance of its own (10 max(m, nv) ε on its
+    QR's diagonal, against ld.constraint_rank's 1e-12 σ_max): a hair off the manifold,
+    where a swapped duplicate closure's rows are independent to the order of |Φ|, it
+    found more dependent coordinates than there are independent rows, and a simulation's
+    re-partitioning raised ValueError (random mechanism (5, 279) at |Φ| 3.6e-13)."""
+    model = _rssr(swapped=True)
+    q0 = ld.assemble(model, model.q0)
+    rng = np.random.default_rng(3)
+    for off in (0.0, 1e-13, 1e-12, 1e-11):
+        q = q0.copy()
+        q[[0, 5]] += off * rng.normal(size=2)  # the two hinges: the quaternion stays unit
+        rank = ld.constraint_rank(model, q).rank
+        assert ld.partition(model, q).dependent.size == rank, off
+        assert rank == 3 or off >= 1e-12, off  # above 1e-12 σ_max the rows are independent
+
+
+def test_repartitioning_sees_a_one_by_one_block_that_shrinks():
+    """Random mechanism (5, 297): one planar closure row, so J_d is 1×1 and its cond(J_d)
+    is 1 whatever its size.  The dependent coordinate lost its hold on the row, nothing
+    triggered a re-partition, the velocities grew to 2e10 in 0.4 ms and DOP853 failed at
+    t = 0.096 s.  κ(J_d) = σ_max(J_r)/σ_min(J_d) re-partitions at 0.088 s; the motion is
+    the projection's."""
+    import mechanisms as mx
+    from loopdyn.sim.stabilization import partition_condition
+
+    J = np.array([[1e-6, 1.0, 0.5]])
+    rows, dep = np.array([0]), np.array([0])
+    assert np.linalg.cond(J[np.ix_(rows, dep)]) == 1.0
+    assert partition_condition(J, rows, dep) > 1e6
+    mech = mx.random_mechanism((5, 297))
+    kw = dict(t_end=0.15, t_eval=4, rtol=1e-10, atol=1e-10)
+    tr = ld.simulate(mech.model, mech.q, mech.v, stabilization="partitioning", **kw)
+    ref = ld.simulate(mech.model, mech.q, mech.v, **kw)
+    assert tr.completed and tr.stats["repartitions"]
+    np.testing.assert_allclose(tr.q, ref.q, rtol=0, atol=1e-7)
+    assert np.abs(tr.energy_drift).max() <= 1e-8 * abs(tr.energy[0])
 
 
 def test_baumgarte_gains_are_used():

@@ -468,6 +468,19 @@ RANK_FLOOR = 1e-12
 ABS_FLOOR = float(np.finfo(float).tiny)
 
 
+def rank_tolerance(shape, sv):
+    """``constraint_rank``'s default tolerance for a J of ``shape`` with singular values
+    ``sv`` (descending): max(10 · max(shape) · ε, ``RANK_FLOOR``) · σ_max, and no less than
+    ``ABS_FLOOR``.  Every rank decision on closure rows uses it (``ld.partition`` too):
+    two tolerances disagree at states a hair off the constraint manifold, where the rows
+    of redundant closures are independent to the order of |Φ|."""
+    smax = sv[0] if len(sv) else 0.0
+    # and none below the normal range: a row of subnormal entries (a ball closure
+    # 2.2e-313 m off a hinge's axis, hypothesis seed 20261160) has lost significant
+    # bits, and no power of two brings it to 1 without overflowing its multiplier
+    return max(max(10.0 * max(shape) * np.finfo(float).eps, RANK_FLOOR) * smax, ABS_FLOOR)
+
+
 def constraint_rank(model, q, tol=None, data=None):
     """Numerical rank of J(q) by pivoted QR of Jᵀ, and an independent row set.
 
@@ -494,14 +507,7 @@ def constraint_rank(model, q, tol=None, data=None):
         e = np.zeros(0, dtype=np.int64)
         return RankInfo(0, e, e, np.zeros(0), 1.0)
     sv = np.linalg.svd(J, compute_uv=False)
-    smax = sv[0] if sv.size else 0.0
-    if tol is None:
-        tol = max(10.0 * max(J.shape) * np.finfo(float).eps, RANK_FLOOR) * smax
-        # and none below the normal range: a row of subnormal entries (a ball closure
-        # 2.2e-313 m off a hinge's axis, hypothesis seed 20261160) has lost significant
-        # bits, and no power of two brings it to 1 without overflowing its multiplier
-        tol = max(tol, ABS_FLOOR)
-    rank = int(np.sum(sv > tol))
+    rank = int(np.sum(sv > (rank_tolerance(J.shape, sv) if tol is None else tol)))
     _, _, piv = sla.qr(J.T, mode="economic", pivoting=True)
     keep = np.sort(piv[:rank])
     drop = np.sort(piv[rank:])

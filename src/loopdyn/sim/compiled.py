@@ -629,17 +629,25 @@ def _checkpoint(P, y, reduced, key, t):
 
 @njit(cache=True)
 def _orientation(ctx, P, q):
-    """(sign det J_d, cond J_d) at q for the partition in P (``System.orientation_at``,
-    ``System.condition``)."""
+    """(sign det J_d, κ(J_d)) at q for the partition in P (``System.orientation_at``,
+    ``System.condition``; κ = σ_max(J_r) / σ_min(J_d), ``stabilization.partition_condition``)."""
     _, d = handles(ctx)
     dep, rows = P[1], P[2]
     constraint_entry(ctx, as_input(q), as_input(q[:0]), True)
-    r = rows.shape[0]
+    r, nv = rows.shape[0], d.J.shape[1]
+    if r == 0:  # every row vacuous: nothing depends
+        return 1.0, 1.0
     Jd = np.empty((r, r))
+    Jr = np.empty((r, nv))
     for a in range(r):
         for b in range(r):
             Jd[a, b] = d.J[rows[a], dep[b]]
-    return np.linalg.slogdet(Jd)[0], np.linalg.cond(Jd)
+        for b in range(nv):
+            Jr[a, b] = d.J[rows[a], b]
+    sign = np.linalg.slogdet(Jd)[0]
+    smin = np.linalg.svd(Jd, False)[1][r - 1]
+    smax = np.linalg.svd(Jr, False)[1][0]
+    return sign, (smax / smin if smin > 0.0 else np.inf)
 
 
 @njit(cache=True)

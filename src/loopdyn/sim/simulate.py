@@ -164,7 +164,8 @@ def simulate(
       coordinates, indices into v or joint names, default from ``ld.partition``; with
       ``method="rcr"`` they are RCR's independent coordinates too, see
       ``ld.forward_dynamics``; re-selected
-      when cond(J_d) > ``repartition_cond`` unless ``repartition=False``); see
+      when κ(J_d) = σ_max(J_r)/σ_min(J_d) > ``repartition_cond`` unless
+      ``repartition=False``); see
       the module docstring.  ``constraint_tol``: Newton tolerance on max |Φ|
       (projection, partitioning) and on J v.
       ``t_eval``: output times (increasing, in [0, t_end]) or their number
