@@ -2179,8 +2179,8 @@ def test_a_small_row_that_is_not_rounding_makes_the_state_ambiguous():
     entries (6.5e-12) are not rounding: the rank-2 answer violates it by 1.3 % of its own
     size (the rank-3 answer was exact at its rank, the judge's rational check).  The
     judge now checks every row at its own scale before calling a redundancy clean: the
-    state is ambiguous.  ``ld.constraint_rank`` now drops rows below ``RANK_FLOOR`` =
-    1e-12 σ_max (kept, a row there made the solve singular in the next test's state):
+    state is ambiguous.  ``ld.constraint_rank`` now drops rows below ``RANK_FLOOR`` σ_max
+    (1e-12, now 1e-11; kept, a row there made the solve singular in the next test's state):
     c3's row fails the dropped-row check at its own scale, a SingularityError from every
     method, which the judge accepts for an ambiguous state."""
     mech = _nearly_vacuous_ball_closure()
@@ -2294,8 +2294,9 @@ def _small_redundant_row():
 def test_a_small_row_that_holds_at_its_own_scale_is_dropped():
     """J's third singular value is 9.9e-13 of its largest: kept (10 max(m, nv) ε σ_max
     is 5e-14), it made every method's solve singular (cond 1.6e12: a SingularityError
-    where the state is well conditioned at rank 2).  Below ``RANK_FLOOR`` = 1e-12 σ_max it
-    is dropped, holds at its own scale, and every method agrees with the oracle."""
+    where the state is well conditioned at rank 2).  Below ``RANK_FLOOR`` σ_max (1e-12,
+    now 1e-11) it is dropped, holds at its own scale, and every method agrees with the
+    oracle."""
     mech = _small_redundant_row()
     info = ld.constraint_rank(mech.model, mech.q)
     s = info.singular_values
@@ -2474,3 +2475,40 @@ def test_a_dropped_row_judged_at_an_overestimated_scale():
     for method in mx.METHODS:
         out = mx.judge(mech, method, o, data=mech.model.create_data())
         assert out.ok, (method, out)
+
+
+def _data_case(name):
+    import runpy
+    from pathlib import Path
+
+    g = runpy.run_path(str(Path(__file__).parent / "data" / name))
+    return mx.Mechanism(g["model"], g["q"], g["v"], g["tau"], [])
+
+
+def test_dependent_rows_inconsistent_at_second_order():
+    """Hypothesis seed 20261178: rows of c3 and c4 depend on kept rows (to 6e-16) but
+    their γ does not (γ_d - C γ_k = 2.2e-5): no q̈ satisfies every row.  The violation,
+    3.5e-9..5.5e-9 of the rows' scale, passed the dropped-row check at 1e-8 and every
+    method answered; at the oracle's 1e-9 every method names c3 and c4."""
+    mech = _data_case("hypothesis_20261178.mech")
+    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
+    assert not o.consistent
+    for method in mx.METHODS:
+        out = mx.judge(mech, method, o, data=mech.model.create_data())
+        assert out.kind == mx.NAMED and "violates the rows of c3, c4" in out.message, out
+
+
+def test_a_row_of_5e_12_that_holds_at_its_own_scale_is_dropped():
+    """Hypothesis seed 20261184: J's third singular value 5.1e-12 of its largest.  Kept
+    (above the former RANK_FLOOR of 1e-12) it made every method's solve singular, where
+    the oracle calls the state well conditioned at rank 2; below RANK_FLOOR = 1e-11 it is
+    dropped, holds at its own scale, and every method agrees with the oracle."""
+    mech = _data_case("hypothesis_20261184.mech")
+    info = ld.constraint_rank(mech.model, mech.q)
+    s = info.singular_values
+    assert info.rank == 2 and 1e-12 < s[2] / s[0] < 1e-11
+    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
+    assert o.well and o.rank == 2
+    for method in mx.METHODS:
+        out = mx.judge(mech, method, o, data=mech.model.create_data())
+        assert out.kind == mx.AGREES, (method, out)

@@ -459,11 +459,12 @@ class RankInfo:
 
 
 # singular values of J below RANK_FLOOR σ_max count as dependent rows, as those below
-# 10 max(m, nv) ε σ_max (J's rounding) do: kept, such a row makes cond(J) > 1e12, and
-# the methods' float64 solves fail there (hypothesis seed 20261152); dropped, it must
-# hold at its own scale (``methods.dynamics._broken_rows``) or the state is
-# called singular
-RANK_FLOOR = 1e-12
+# 10 max(m, nv) ε σ_max (J's rounding) do: kept, such a row makes cond(J) > 1e11, and
+# the methods' float64 solves, which square it (J M⁻¹ Jᵀ, the KKT pivots), fail there
+# (hypothesis seeds 20261152 at 7.7e-13 and 9.9e-13, 20261184 and 20261188 at 5.1e-12
+# and 3.8e-12); dropped, it must hold at its own scale (``methods.dynamics._broken_rows``)
+# or the state is called singular
+RANK_FLOOR = 1e-11
 # ... and singular values below the smallest normal float (2.2e-308) are dependent too
 ABS_FLOOR = float(np.finfo(float).tiny)
 
@@ -488,7 +489,7 @@ def constraint_rank(model, q, tol=None, data=None):
     max(10 · max(m, nv) · ε, ``RANK_FLOOR``) · σ_max: relative to J's own scale (rows
     mix lengths and angles, columns metres and radians, so no absolute threshold fits
     every model), with the usual factor of the matrix size for the rounding of the
-    rows, no smaller than 1e-12 of the largest, nor than the smallest normal float
+    rows, no smaller than 1e-11 of the largest, nor than the smallest normal float
     (``ABS_FLOOR``: subnormal rows are dependent).  Rows
     are then chosen greedily by the QR's pivoting (the most independent first) and
     returned sorted.
