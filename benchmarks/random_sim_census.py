@@ -8,12 +8,14 @@ Run from the repository root::
 Mechanism i is ``tests/mechanisms.random_mechanism((seed, i))`` (the forward-dynamics
 census's generator: random trees with every joint type, satisfiable closures of every
 kind, ~20 % deliberately redundant, masses over six decades) started at its consistent
-state (q*, v*) with no joint forces, simulated for ``--t-end`` seconds with the defaults
-(DOP853, rtol = atol = 1e-8, projection; ``--integrator``, ``--stabilization``,
-``--method`` change them).  With no forces and no dissipation the energy
+state (q*, v*) with no joint forces, simulated for ``--t-end`` seconds with DOP853,
+projection and rtol = atol = 1e-10 (``--integrator``, ``--stabilization``, ``--method``,
+``--rtol`` change them; at 1e-8 a run of light bodies can drift 1e-4 of a small total
+energy, the integrator's error, not a fault).  With no forces and no dissipation the energy
 is conserved and the closures hold, so each run is counted as:
 
-- ok: it completes, q and v finite, max |Φ| <= 1e-7 and max |E - E0| <= 1e-5 of max |E|;
+- ok: it completes, q and v finite, max |Φ| <= 1e-7 (1e-5 with Baumgarte or none, which
+  do not project) and max |E - E0| <= 1e-5 of max |E|;
 - named: ``SimulationSingularityError`` at a state the dense oracle of
   ``tests/mechanisms.py`` calls ill-conditioned or inconsistent (a singular configuration
   reached by the motion: the right answer);
@@ -62,9 +64,10 @@ def run_one(mech, t_end, method, slow, **options):
     if not (np.isfinite(tr.q).all() and np.isfinite(tr.v).all()):
         return "nonfinite", wall, ""
     phi = float(np.max(tr.residual_position)) if model.m else 0.0
+    phi_max = 1e-5 if options.get("stabilization") in ("baumgarte", "none") else 1e-7
     drift = float(np.abs(tr.energy_drift).max() / max(np.abs(tr.energy).max(), 1e-12))
     detail = f"max |Φ| {phi:.2e}, energy drift {drift:.2e}, {tr.stats['steps']} steps"
-    if phi > 1e-7:
+    if phi > phi_max:
         return "phi", wall, detail
     if drift > 1e-5:
         return "drift", wall, detail
@@ -81,6 +84,7 @@ def main():
     p.add_argument("--method", default="augmented")
     p.add_argument("--stabilization", default="projection")
     p.add_argument("--integrator", default="DOP853")
+    p.add_argument("--rtol", type=float, default=1e-10, help="rtol = atol of the integrator")
     p.add_argument("--slow", type=float, default=30.0, help="seconds above which a run counts")
     p.add_argument("--show", type=int, default=None, help="print the code of case SHOW")
     a = p.parse_args()
@@ -92,7 +96,8 @@ def main():
     start = time.perf_counter()
     print(
         f"simulation census: N = {a.n}, seed = {a.seed}, t_end = {a.t_end} s, "
-        f"method = {a.method}, {a.integrator}, {a.stabilization}; loopdyn {ld.__version__}",
+        f"method = {a.method}, {a.integrator}, {a.stabilization}, rtol = atol = {a.rtol:g}; "
+        f"loopdyn {ld.__version__}",
         flush=True,
     )
     for i in range(a.n):
@@ -100,8 +105,9 @@ def main():
         if mech.model.nv == 0:
             continue
         kind, wall, detail = run_one(
-            mech, a.t_end, a.method, a.slow, stabilization=a.stabilization, integrator=a.integrator
-        )
+            mech, a.t_end, a.method, a.slow, stabilization=a.stabilization,
+            integrator=a.integrator, rtol=a.rtol, atol=a.rtol,
+        )  # fmt: skip
         counts[kind] += 1
         walls.append(wall)
         if kind != "ok":

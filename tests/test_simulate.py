@@ -231,6 +231,31 @@ def test_a_swapped_duplicate_closure_simulates_as_the_model_without_it(kw, atol)
     assert np.abs(tr.energy - ref.energy).max() <= atol * abs(ref.energy[0])
 
 
+def test_the_mobility_monitor_is_not_fooled_by_a_degenerate_choice_of_redundant_rows():
+    """The monitor watched the independent rows chosen at the start.  With redundant
+    closures those can be a mix (a ball closure's rows in frame A, its swapped
+    duplicate's in frame B) that loses rank where J does not, where the two frames align:
+    det [J_r; Nᵀ] changed sign and the run stopped with SimulationSingularityError on a
+    motion whose J kept its conditioning (random mechanism (3, 106) at t = 1.745 s, the
+    oracle's condition 6e7 all along).  Here the rows x, y of c0 and z of c1 of the RSSR
+    with a swapped duplicate, along the motion of the RSSR without it (the same motion):
+    their σ_3/σ_1 falls from 0.25 to 2.5e-3 near t = 0.47 s while J's stays above 0.09.
+    The monitor now re-selects the rows where the chosen ones degenerate."""
+    from loopdyn.sim.stabilization import System
+
+    single, double = _rssr(False), _rssr(True)
+    q = ld.assemble(single, single.q0)
+    v = ld.complete_velocity(single, q, [5.0, 0, 0, 0, 0])
+    tr = ld.simulate(single, q, v, t_end=1.0, t_eval=201, rtol=1e-10, atol=1e-10)
+    sy = System(double, "augmented", None, "projection", (10.0, 10.0), 1e-12,
+                double.create_data(), None)  # fmt: skip
+    sy.mobility_start(tr.q[0])
+    sy.monitor_rows = np.array([0, 1, 5])  # instead of constraint_rank's choice, c0's rows
+    sy._frame = sy._mobility_frame(tr.q[0], None)
+    for k in range(1, tr.t.size):
+        sy.mobility_crossed(tr.q[k], tr.t[k - 1], tr.t[k])
+
+
 def test_partition_and_constraint_rank_agree_off_the_manifold():
     """ld.partition took its rank with a tolerance of its own (10 max(m, nv) ε on its
     QR's diagonal, against ld.constraint_rank's 1e-12 σ_max): a hair off the manifold,

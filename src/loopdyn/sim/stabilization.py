@@ -331,12 +331,17 @@ class System:
         self._frame = self._mobility_frame(q, None)
 
     def _mobility_frame(self, q, N_ref):
-        """(N, sign of det [J; Nᵀ], sign of det [J; N_refᵀ]) at q; raise if near singular."""
+        """(N, sign of det [J; Nᵀ], sign of det [J; N_refᵀ], the rows' own ratio σ_r/σ_1)
+        at q on the monitored rows; raise if J (every row) is near singular."""
         _, J, _ = constraints(self.model, q, data=self.data)
         Jr = J[self.monitor_rows]
         r = Jr.shape[0]
         _, sv, Vt = np.linalg.svd(Jr)
-        ratio = sv[-1] / sv[0] if r and sv[0] > 0 else (1.0 if not r else 0.0)
+        own_ratio = sv[-1] / sv[0] if r and sv[0] > 0 else (1.0 if not r else 0.0)
+        ratio = own_ratio
+        if r and J.shape[0] > r:  # redundant rows: the closures' conditioning is J's
+            s = np.linalg.svd(J, compute_uv=False)
+            ratio = s[r - 1] / s[0] if s[0] > 0 else 0.0
         if ratio < MOBILITY_TOL:
             raise MobilityChange(
                 f"{self.model.name}: the closures lose rank here (smallest/largest singular "
@@ -346,7 +351,7 @@ class System:
         N = Vt[r:].T
         own = np.linalg.slogdet(np.vstack([Jr, N.T]))[0]
         ref = own if N_ref is None else np.linalg.slogdet(np.vstack([Jr, N_ref.T]))[0]
-        return N, own, ref
+        return N, own, ref, own_ratio / max(ratio, np.finfo(float).tiny)
 
     def mobility_crossed(self, q, t0, t1):
         """Raise ``MobilityChange`` if the closures lost rank between the reference state
@@ -358,8 +363,8 @@ class System:
         """
         if not self.closed:
             return
-        N_old, sign_old, _ = self._frame
-        N, own, ref = self._mobility_frame(q, N_old)
+        N_old, sign_old, _, _ = self._frame
+        N, own, ref, worse = self._mobility_frame(q, N_old)
         if ref != sign_old:
             raise MobilityChange(
                 f"{self.model.name}: the closures lost rank between t = {t0:.6g} and "
@@ -367,7 +372,17 @@ class System:
                 "configuration, where the mechanism changes mobility and each method could "
                 "continue on another branch)"
             )
-        self._frame = (N, own, own)
+        if worse < 0.5:
+            # the rows chosen at the start (of redundant closures) lose rank where J does
+            # not: a ball closure and its swapped duplicate, rows in two frames, degenerate
+            # where those frames align, and det [J_r; Nᵀ] changed sign on a motion whose
+            # J kept its conditioning (random mechanism (3, 106)).  The next step is
+            # watched on the rows independent here.
+            rows = constraint_rank(self.model, q, data=self.data).independent
+            if rows.size == self.monitor_rows.size:
+                self.monitor_rows = rows
+                N, own, _, _ = self._mobility_frame(q, None)
+        self._frame = (N, own, own, 1.0)
 
     # ---- diagnostics
     def condition(self, q):
