@@ -43,8 +43,9 @@ and fails loudly if a release changes one.
    ``PyCFunction_NewEx`` whose C function is ``PyObject_Call`` itself: calling it
    calls the Python function it wraps (``Entry._retry``), which converts the inputs
    (lists, tuples, ints, float32, columns) to float64 vectors once and calls the
-   entry again.  So a converted input costs one failed type match and one
-   conversion (~0.5 µs), no exception, and the matching path nothing.  Arguments
+   entry again.  So a converted input costs one failed type match, the fallback's
+   call and one conversion (+0.9..1.2 µs on the four-bar, ``benchmarks/bench_core.py``
+   section 2), no exception, and the matching path nothing.  Arguments
    that cannot be converted raise ``TypeError`` (callers take their checked path,
    which explains).
 8. ``address_of`` / ``Entry.address`` / ``entry_pointer`` and ``call_at``, ``call_at_planned``,
@@ -401,10 +402,15 @@ def _retry_function(e):
     lines = []
     for k, ndim in e.inputs:
         new[k] = f"b{k}"
-        lines.append(
-            f"    b{k} = a{k} if type(a{k}) is _ND and a{k}.dtype is _F64 and a{k}.ndim == {ndim}"
-            f" else as_float64(a{k}, {ndim})"
-        )
+        # a float64 array of the right shape as it is, another real array of that shape
+        # converted here (astype), anything else by as_float64 (lists, columns, errors)
+        lines += [
+            f"    if type(a{k}) is _ND and a{k}.ndim == {ndim}:",
+            f"        b{k} = a{k} if a{k}.dtype is _F64 else (a{k}.astype(_F64) if"
+            f" a{k}.dtype.kind in 'fiub' else as_float64(a{k}, {ndim}))",
+            "    else:",
+            f"        b{k} = as_float64(a{k}, {ndim})",
+        ]
     same = " and ".join(f"b{k} is a{k}" for k, _ in e.inputs) or "True"
     src = "\n".join(
         [
