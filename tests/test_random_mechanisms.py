@@ -239,11 +239,10 @@ def test_exact_or_singularity_error_on_hypothesis_mechanisms(mech):
 def test_exact_or_singularity_error_on_many_hypothesis_mechanisms(mech):
     """Shrinks a failure to a small mechanism (hypothesis prints its ``code()``).
 
-    Seeds 20261127 … 20261197 pass (``-m slow --hypothesis-seed=S``, 0.5-7 min
+    Seeds 20261127 … 20261198 pass (``-m slow --hypothesis-seed=S``, 0.5-7 min
     each; 20261172, 20261178, 20261184 and 20261188 after the fixes their reproducers
-    below record); 20261198 finds an open over-refusal
-    (``test_an_inconsistency_the_oracle_spreads_is_refused``, a strict xfail).  What this
-    test found before, each fixed at its root: nearly
+    below record; 20261198 after two).  What this test found before, each fixed at
+    its root: nearly
     dependent closures (augmented off by 5e-3), rows of 1e-10 among rows of 1, two rows
     parallel to 7e-11 (rcr 2e-8 off), Jᵀλ from world-pose wrenches (recursive_lambda, rcr,
     embedding 7.5e-2, 1.2e-5, 2.5e-8 off), levers of 1e-13 m from world positions and γ
@@ -2529,17 +2528,13 @@ def test_an_inconsistency_below_the_oracles_threshold_is_answered():
         assert out.kind == mx.AGREES, (method, out)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (seed 20261198, second case): a dropped row violated by 2.3e-9 of its "
-    "scale, an inconsistency of a small velocity that the oracle's least-squares answer "
-    "spreads over every row (consistent, cond 1); the dropped-row check at 2e-9 refuses "
-    "it (SingularityError on a well-conditioned state, no wrong answer)",
-)
-def test_an_inconsistency_the_oracle_spreads_is_refused():
-    """Every method should agree with the oracle; it raises SingularityError instead.  A
-    check of the state's own least-squares residual (as the oracle measures consistency)
-    took the first case of the seed but not this one (tried, not kept)."""
+def test_an_inconsistency_the_oracle_spreads_is_answered():
+    """Hypothesis seed 20261198, second case: one kept row of nine, a dropped row violated
+    by 2.3e-9 of its scale (above the check's 2e-9) where the oracle's least-squares answer
+    spreads the inconsistency and calls the state consistent (cond 1): every method raised
+    SingularityError.  The state's own least-squares residual, each row at the
+    accelerations the state carries (the free ones M⁻¹(τ - h) too, as the oracle's
+    scale), now decides: consistent, and every method agrees."""
     mech = _data_case("hypothesis_20261198b.mech")
     o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
     assert o.well
