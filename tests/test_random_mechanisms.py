@@ -239,7 +239,7 @@ def test_exact_or_singularity_error_on_hypothesis_mechanisms(mech):
 def test_exact_or_singularity_error_on_many_hypothesis_mechanisms(mech):
     """Shrinks a failure to a small mechanism (hypothesis prints its ``code()``).
 
-    Seeds 20261127 … 20261198 pass (``-m slow --hypothesis-seed=S``, 0.5-7 min
+    Seeds 20261127 … 20261206 pass (``-m slow --hypothesis-seed=S``, 0.5-7 min
     each; 20261172, 20261178, 20261184 and 20261188 after the fixes their reproducers
     below record; 20261198 after two).  What this test found before, each fixed at
     its root: nearly
