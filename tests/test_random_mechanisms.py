@@ -2308,6 +2308,15 @@ def test_a_small_row_that_holds_at_its_own_scale_is_dropped():
         assert out.kind == mx.AGREES, (method, out)
 
 
+def _data_case(name):
+    """The mechanism (model, q, v, τ) of ``tests/data/<name>``, a reproducer file."""
+    import runpy
+    from pathlib import Path
+
+    g = runpy.run_path(str(Path(__file__).parent / "data" / name))
+    return mx.Mechanism(g["model"], g["q"], g["v"], g["tau"], [])
+
+
 def test_a_stalled_refinement_on_a_near_dependence_is_a_named_error():
     """Seed 20261153: three closure rows of O(1) nearly dependent, J's last singular
     value 2e-11 of its largest (kept: above ``RANK_FLOOR``).  The oracle drops it (rank
@@ -2316,11 +2325,7 @@ def test_a_stalled_refinement_on_a_near_dependence_is_a_named_error():
     whose refinement stalled (corrections of 4e-3 on |q̈| = 22.6 that did not shrink) and
     was accepted against |φ|/min M_ii = 2.7e6: q̈ 2.3e-4 off the oracle and 1.0 of the
     scale off the exact rank-22 answer.  Now a named SingularityError from every method."""
-    import runpy
-    from pathlib import Path
-
-    g = runpy.run_path(str(Path(__file__).parent / "data" / "hypothesis_20261153.mech"))
-    mech = mx.Mechanism(g["model"], g["q"], g["v"], g["tau"], [])
+    mech = _data_case("hypothesis_20261153.mech")
     o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
     assert o.consistent and not o.well and o.rank == 21
     for method in mx.METHODS:
@@ -2335,11 +2340,7 @@ def test_augmented_refines_an_lu_pivot_ratio_above_eps():
     K's condition is at least ~1 / ratio and a refinement step contracts by ~eps cond(K),
     so a ratio above eps can be refined and judged: augmented refines (two steps) and
     agrees."""
-    import runpy
-    from pathlib import Path
-
-    g = runpy.run_path(str(Path(__file__).parent / "data" / "census19_653.mech"))
-    mech = mx.Mechanism(g["model"], g["q"], g["v"], g["tau"], [])
+    mech = _data_case("census19_653.mech")
     o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
     assert o.consistent and not o.well and o.cond > 1e13
     for method in mx.METHODS:
@@ -2447,11 +2448,7 @@ def test_a_vacuous_dropped_row_is_checked_at_its_own_scale():
     largest |J_d| of the dropped rows (0.84) times augmented's acceleration scale (1.5e6),
     they passed and every method answered, 0.0101 off those rows.  Each dropped row is
     now checked at its own scale: every method raises a SingularityError naming c0, c3."""
-    import runpy
-    from pathlib import Path
-
-    g = runpy.run_path(str(Path(__file__).parent / "data" / "hypothesis_20261172.mech"))
-    mech = mx.Mechanism(g["model"], g["q"], g["v"], g["tau"], [])
+    mech = _data_case("hypothesis_20261172.mech")
     o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
     assert not o.consistent
     for method in mx.METHODS:
@@ -2465,24 +2462,12 @@ def test_a_dropped_row_judged_at_an_overestimated_scale():
     passed the dropped-row check at |J_d| times augmented's acceleration scale 1.76e6
     ((|φ| + |J||λ|)/min M_ii, a 1 g body) against |q̈| ~ 27, and every method answered.
     Every method must raise a SingularityError that names the closures."""
-    import runpy
-    from pathlib import Path
-
-    g = runpy.run_path(str(Path(__file__).parent / "data" / "hypothesis_20261172b.mech"))
-    mech = mx.Mechanism(g["model"], g["q"], g["v"], g["tau"], [])
+    mech = _data_case("hypothesis_20261172b.mech")
     o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
     assert not o.consistent
     for method in mx.METHODS:
         out = mx.judge(mech, method, o, data=mech.model.create_data())
-        assert out.ok, (method, out)
-
-
-def _data_case(name):
-    import runpy
-    from pathlib import Path
-
-    g = runpy.run_path(str(Path(__file__).parent / "data" / name))
-    return mx.Mechanism(g["model"], g["q"], g["v"], g["tau"], [])
+        assert out.kind == mx.NAMED and "violates the rows of c0, c3" in out.message, out
 
 
 def test_dependent_rows_inconsistent_at_second_order():

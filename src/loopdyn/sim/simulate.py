@@ -485,16 +485,15 @@ class _Run:
                 # times: a trial step too long for the motion puts its stages far off the
                 # constraint manifold (|Φ| 1.2 at rtol = 1e-4 on an RSSR with a duplicate
                 # closure), where dependent closure rows no longer hold
+                _, q0, v0 = self.last
                 again = not (sy.reduced or isinstance(st, RK4Stepper)) and retries <= STAGE_RETRIES
                 if sy.reduced and repartition and retries == 1:
-                    _, q0, _ = self.last
                     old = sy.ind
                     sy.set_partition(q0)
                     if not np.array_equal(old, sy.ind):
                         self.stats["repartitions"].append((float(t0), sy.ind.tolist()))
                     again = True
                 if again:
-                    _, q0, v0 = self.last
                     st.restart(sy.fun, t0, sy.state(q0, v0), 0.25 * st.h)
                     continue
                 self.fail(SimulationSingularityError, _named(model, str(e)), e)

@@ -331,8 +331,9 @@ class System:
         self._frame = self._mobility_frame(q, None)
 
     def _mobility_frame(self, q, N_ref):
-        """(N, sign of det [J; Nᵀ], sign of det [J; N_refᵀ], the rows' own ratio σ_r/σ_1)
-        at q on the monitored rows; raise if J (every row) is near singular."""
+        """(N, sign of det [J; Nᵀ], sign of det [J; N_refᵀ], how much worse the monitored
+        rows are conditioned than J: their σ_r/σ_1 over J's) at q on the monitored rows;
+        raise if J (every row) is near singular."""
         _, J, _ = constraints(self.model, q, data=self.data)
         Jr = J[self.monitor_rows]
         r = Jr.shape[0]
