@@ -51,8 +51,66 @@ def test_compiled_loop_applies_or_says_why():
         ld.simulate(model, t_end=0.1, integrator="RK45", tau=lambda t, q, v: [0.0], compiled=True)
     with pytest.raises(ValueError, match="does not apply: integrator 'Radau'"):
         ld.simulate(model, t_end=0.1, integrator="Radau", compiled=True)
-    with pytest.raises(ValueError, match="does not apply: the model has spherical or free"):
-        ld.simulate(ld.examples.stewart(), t_end=0.1, compiled=True)
+
+
+def _same_run(a, b, atol_q=1e-9, atol_v=1e-8):
+    """Two runs of the same motion took the same steps and agree to the tolerances."""
+    assert a.stats["compiled"] and not b.stats["compiled"]
+    assert a.stats["steps"] == b.stats["steps"] and a.stats["nfev"] == b.stats["nfev"]
+    assert a.stats["projections"] == b.stats["projections"]
+    assert a.q.shape == b.q.shape and a.v.shape == b.v.shape
+    np.testing.assert_allclose(a.q, b.q, rtol=0, atol=atol_q)
+    np.testing.assert_allclose(a.v, b.v, rtol=0, atol=atol_v)
+    np.testing.assert_allclose(a.energy, b.energy, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(a.residual_position, b.residual_position, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "integrator, stabilization, kw",
+    [
+        ("DOP853", "projection", dict(rtol=1e-10, atol=1e-10)),
+        ("DOP853", "none", dict(rtol=1e-10, atol=1e-10)),
+        ("RK45", "baumgarte", {}),
+        ("DOP853", "partitioning", dict(rtol=1e-10, atol=1e-10)),
+        ("RK4", "projection", dict(dt=2e-3)),
+    ],
+)
+def test_compiled_loop_with_quaternions_equals_python_loop(integrator, stabilization, kw):
+    """The Stewart platform's spherical joints: the compiled loop integrates y = (δ, v) in
+    a chart q = qa ⊕ δ re-anchored at every step, as the Python loop; the quaternions
+    stay unit and the closures hold (partitioning repartitions at ~0.4 s here)."""
+    model = ld.examples.stewart()
+    args = dict(t_end=0.5, integrator=integrator, stabilization=stabilization, t_eval=11, **kw)
+    a = ld.simulate(model, compiled=True, **args)
+    b = ld.simulate(model, compiled=False, **args)
+    _same_run(a, b)
+    assert [r[1] for r in a.stats["repartitions"]] == [r[1] for r in b.stats["repartitions"]]
+    spherical = [model.q_slice(i) for i, j in enumerate(model.joint_types) if j == "spherical"]
+    assert spherical
+    for s in spherical:
+        np.testing.assert_allclose(np.linalg.norm(a.q[:, s], axis=1), 1.0, rtol=0, atol=1e-14)
+    assert a.residual_position.max() < (
+        1e-11 if stabilization in ("projection", "partitioning") else 1e-8
+    )
+
+
+@pytest.mark.parametrize(
+    "integrator, kw", [("DOP853", dict(rtol=1e-10, atol=1e-10)), ("RK4", dict(dt=1e-3))]
+)
+def test_compiled_loop_runs_trees(integrator, kw):
+    """A tree (no closure: the ABA, ``dynamics.tree_entry``) runs compiled, with free and
+    spherical joints (random_tree) as without (the 6-DOF arm), and equals the Python loop;
+    in free motion the energy is conserved."""
+    tree = ld.examples.random_tree(8, 0)
+    assert {"free", "spherical"} <= set(tree.joint_types)
+    v0 = np.random.default_rng(1).normal(size=tree.nv)
+    for model, v in ((tree, v0), (ld.examples.serial_arm(), np.ones(6))):
+        args = dict(t_end=0.5, integrator=integrator, t_eval=11, **kw)
+        a = ld.simulate(model, model.q0, v, compiled=True, **args)
+        b = ld.simulate(model, model.q0, v, compiled=False, **args)
+        _same_run(a, b)
+        assert a.lam.shape == (11, 0)
+        assert np.ptp(a.energy) < 1e-6 * max(1.0, np.abs(a.energy).max())
 
 
 @numba.njit
@@ -139,6 +197,20 @@ def test_simulate_batch_equals_simulate_element_by_element():
     np.testing.assert_allclose(
         c[1].q, ld.simulate(model, Q[1], V[1], 0.5, _pd_python, t_eval=11).q, rtol=0, atol=0
     )
+
+
+def test_simulate_batch_with_quaternions_runs_compiled():
+    """The Stewart platform's elements run in the compiled loop's threads, each equal to
+    its ld.simulate."""
+    model = ld.examples.stewart()
+    V = np.zeros((3, model.nv))
+    V[:, 0] = [-0.5, 0.0, 0.5]  # completed to consistent velocities by both
+    batch = ld.simulate_batch(model, np.tile(model.q0, (3, 1)), V, 0.2, threads=2, t_eval=5)
+    assert all(t.stats["compiled"] for t in batch)
+    for i in range(3):
+        one = ld.simulate(model, model.q0, V[i], 0.2, t_eval=5)
+        assert batch[i].stats["steps"] == one.stats["steps"]
+        np.testing.assert_allclose(batch[i].q, one.q, rtol=0, atol=1e-12)
 
 
 def test_simulate_batch_reports_the_failed_elements_and_keeps_the_rest():
@@ -366,6 +438,7 @@ from numba.core.runtime import rtsys
 import loopdyn as ld
 
 model = ld.examples.four_bar(theta1=np.pi / 2)
+stewart, tree = ld.examples.stewart(), ld.examples.random_tree(6, 0)
 ctl = njit(lambda t, q, v: np.array([-0.1 * v[0]]))
 runs = [dict(stabilization=s) for s in ("none", "projection", "baumgarte", "partitioning")]
 runs += [dict(integrator="RK4", max_step=1e-2), dict(integrator="RK45"), dict(tau=ctl)]
@@ -374,6 +447,9 @@ def work():
     for kw in runs:
         tr = ld.simulate(model, t_end=0.3, t_eval=7, **kw)
         assert tr.stats["compiled"], kw
+    for kw in (dict(stabilization="projection"), dict(stabilization="partitioning")):
+        assert ld.simulate(stewart, t_end=0.05, t_eval=3, **kw).stats["compiled"], kw
+    assert ld.simulate(tree, tree.q0, np.ones(tree.nv), t_end=0.05).stats["compiled"]
     Q = np.tile(model.q0, (3, 1))
     ld.simulate_batch(model, Q, t_end=0.2, t_eval=3)
     ld.forward_dynamics_batch(model, np.tile(model.q0, (50, 1)))

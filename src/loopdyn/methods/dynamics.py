@@ -31,6 +31,7 @@ from loopdyn.kernels.numba_internals import (
     OUT,
     OUT2,
     Entry,
+    as_input,
     call_at,
     call_at_planned,
     entry,
@@ -53,11 +54,14 @@ from loopdyn.methods.common import (
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
     RESIDUAL_TOL,
+    SINGULAR,
     DependentRows,
     ForwardDynamicsResult,
     closure_loads,
+    input_status,
 )
 from loopdyn.tree import aba
+from loopdyn.tree.aba import aba_kernel
 from loopdyn.validation import configuration, vector, workspace
 
 
@@ -103,6 +107,32 @@ def bound_buffers(call):
 
 
 _NO_PLAN = np.zeros(1)
+
+
+@entry
+def tree_entry(ctx, q, v, tau, qdd, lam):
+    """Forward dynamics of a tree (no closure: every method is the ABA) with a method
+    entry's signature, for the compiled loops (``tree_binding``): q̈ into ``qdd``
+    (``lam`` untouched), 1.0, or ``SINGULAR`` (an articulated inertia) or a status < 0."""
+    m, d = handles(ctx)
+    st = input_status(m, q, v, tau)
+    if st < 0.0:
+        return st
+    if aba_kernel(m, d, q, v, tau, as_input(d.fext[:0]), qdd) != -1:
+        return SINGULAR
+    for j in range(m.nv):
+        if not np.isfinite(qdd[j]):
+            return NONFINITE_OUTPUT
+    return 1.0
+
+
+TREE_ENTRY = Entry(tree_entry, types.float64, BUF, IN, IN, IN, OUT, OUT)
+
+
+def tree_binding(d):
+    """(fn, ctx, pb) of ``tree_entry`` on the Data ``d`` of a tree: ``method_call``'s
+    arguments where no method is bound (``forward_dynamics`` binds none for a tree)."""
+    return entry_pointer(TREE_ENTRY), d.ctx, _NO_PLAN
 
 
 @njit(cache=True)

@@ -3,7 +3,7 @@
 ``ld.simulate_batch(model, Q0, V0, t_end, tau=...)`` integrates N motions of one model,
 each exactly as ``ld.simulate`` would, and returns their N trajectories.  Where the
 compiled loop applies (``loopdyn.sim.compiled``: τ None, constant per element or a
-numba-compiled controller; RK4, RK45 or DOP853; no spherical/free joints) the elements
+numba-compiled controller; RK4, RK45 or DOP853) the elements
 run in a pool of threads, each with its own workspace, inside the compiled loop, which
 releases the GIL: the threads run in parallel.  An element the compiled loop cannot
 finish (a singularity, max_steps, a failed solve) is redone by ``ld.simulate``'s Python

@@ -20,11 +20,17 @@ controller (~15 s on an empty numba cache, once per machine), and a new
 controller compiles only itself.  The outputs (τ, q̈, λ, closure residuals, energy) are
 evaluated in the same function.
 
-Eligible: models without spherical/free joints (q is its own chart), a method whose
-fast path applies (no redundant closure rows).  Anything the compiled loop cannot
-finish (a failed solve, a singularity, max_steps, a non-finite state or τ) makes it
-hand back to the Python loop, which then produces the documented result or error; so
-the compiled loop changes speed, never outcomes beyond the integrator tolerance.
+Configuration space as the Python loop's (``loopdyn.sim.charts``): y = (q, v) where
+every joint is Euclidean; with spherical or free joints y = (δ, v), q = qa ⊕ δ
+(``ld.integrate``) in a chart re-anchored at every accepted step, δ̇ = J_r(δ)⁻¹ v, and
+the projection's Newton steps taken on the manifold.  Trees (no closure) run the ABA
+(``dynamics.tree_entry``).
+
+Eligible: a method whose fast path applies (no redundant closure rows).  Anything the
+compiled loop cannot finish (a failed solve, a singularity, max_steps, a non-finite
+state or τ) makes it hand back to the Python loop, which then produces the documented
+result or error; so the compiled loop changes speed, never outcomes beyond the
+integrator tolerance.
 Every ``POLL_STEPS`` accepted steps the loop calls back into Python (``_report``, in
 numba's object mode, ~1 µs): the ``progress`` callback of ``ld.simulate``, and Ctrl-C,
 which a run on the main thread turns into a flag while it lasts (``_Poll``) so that it
@@ -55,11 +61,13 @@ from loopdyn.kernels.numba_internals import (
 )
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import closure_terms, constraint_entry
+from loopdyn.kinematics.configuration import integrate_kernel
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods import dynamics
 from loopdyn.methods.dynamics import method_call
 from loopdyn.model.data import Data
 from loopdyn.sim import dop853
+from loopdyn.sim.charts import chart_rate_kernel
 from loopdyn.sim.partitioning import partition_kernel
 from loopdyn.sim.stabilization import System, evaluate_trajectory, tau_function
 from loopdyn.sim.trajectory import Trajectory
@@ -238,13 +246,16 @@ def _baumgarte(ctx, q, v, gains, qdd, lam):
 @counted
 def _dependent(ctx, P, y):
     """``System._dependent``: the full state (P's ``q``, ``v``) from the independent
-    (q_i, v_i) = y — Newton on Φ = 0 for q_d from the last solution moved to first order,
-    q_d ≈ q_d⁰ + G (q_i - q_i⁰) with G = -J_d⁻¹ J_i, then v_d = G v_i
-    (``partition_kernel``).  False where J_d is singular or Newton does not converge."""
-    _, d = handles(ctx)
-    ind, dep, rows, q, v, G, ps = P
+    (δ_i, v_i) = y — Newton on Φ = 0 for δ_d from the last solution moved to first order,
+    δ_d ≈ δ_d⁰ + G (δ_i - δ_i⁰) with G = -J_d⁻¹ J_i, then v_d = G v_i
+    (``partition_kernel``); δ is q itself, or (a model with quaternions) the chart
+    coordinates around the anchor P's ``qa`` (q = qa ⊕ δ, the last δ in ``dg``).  False
+    where J_d is singular or Newton does not converge."""
+    m, d = handles(ctx)
+    ind, dep, rows, q, v, G, ps, qa, qs, dg, _ = P
+    chart = ps[7] == 1.0
     ni = ind.shape[0]
-    x = q.copy()
+    x = dg.copy() if chart else q.copy()
     if ps[0] == 1.0:  # G of the last solution
         for a in range(dep.shape[0]):
             s = 0.0
@@ -257,12 +268,20 @@ def _dependent(ctx, P, y):
     tol = ps[1]
     last = np.inf
     for _ in range(25):
-        constraint_entry(ctx, as_input(x), as_input(x[:0]), True)
+        if chart:  # the Python loop's q = chart.q(δ): q before the last Newton step
+            integrate_kernel(m.topo, qa, x, 1.0, qs)
+            constraint_entry(ctx, as_input(qs), as_input(x[:0]), True)
+        else:
+            constraint_entry(ctx, as_input(x), as_input(x[:0]), True)
         err, ratio = partition_kernel(d.J, d.Phi, rows, ind, dep, x, v, G, tol)
         if ratio < 1e-14:
             return False
         if err <= tol or (err >= 0.5 * last and err <= 1e3 * tol):
-            _put(q, x)
+            if chart:
+                _put(dg, x)
+                _put(q, qs)
+            else:
+                _put(q, x)
             ps[0] = 1.0
             return True
         last = err
@@ -271,20 +290,38 @@ def _dependent(ctx, P, y):
 
 @njit(cache=True, inline="always")  # returns views: built with the caller's flag
 def _state(ctx, S, y):
-    """(ok, q, v): the full state of the ODE state y — y itself, or (partitioning) the
-    dependent coordinates recovered by ``_dependent``."""
+    """(ok, q, v): the full state of the ODE state y = (δ, v) — q = δ itself, or
+    q = qa ⊕ δ in the chart around the anchor qa (a model with quaternions; into P's
+    ``qs``), or (partitioning) the dependent coordinates recovered by ``_dependent``."""
     P = S[6]
-    n = P[3].shape[0]
+    n = P[4].shape[0]
     if P[6][2] == 1.0:
         ok = _dependent(ctx, P, y)
         return ok, P[3], P[4]
+    if P[6][7] == 1.0:
+        m, _ = handles(ctx)
+        integrate_kernel(m.topo, P[7], y[:n], 1.0, P[8])
+        return True, P[8], y[n:]
     return True, y[:n], y[n:]
+
+
+@njit(cache=True, inline="always")  # returns views: built with the caller's flag
+def _accepted(P, y):
+    """(q, v) of the accepted state y: P's (partitioning: recovered at the step's end),
+    (anchor, v) once the chart is re-anchored there, or y itself."""
+    n = P[4].shape[0]
+    if P[6][2] == 1.0:
+        return P[3], P[4]
+    if P[6][7] == 1.0:
+        return P[7], y[n:]
+    return y[:n], y[n:]
 
 
 @entry
 def _rhs(fn, S, t, y, f, qdd, lam, u):
-    """f = (v, q̈(q, v, τ(t, q, v))) of y = (q, v), or of y = (q_i, v_i) when
-    partitioning (then f = (v_i, q̈_i)), for the system ``S`` (see ``loop``); the
+    """f = (δ̇, q̈(q, v, τ(t, q, v))) of y = (δ, v), or of y = (δ_i, v_i) when
+    partitioning (then f = (δ̇_i, q̈_i)), for the system ``S`` (see ``loop``); δ̇ = v, or
+    J_r(δ)⁻¹ v in a chart (``charts.chart_rate_kernel``); the
     method's status (not > 0: failed, ``STATE_FAILED`` where the dependent coordinates
     cannot be recovered, 0 where the controller's τ is unusable).  Compiled as an entry,
     without reference counting (``numba_internals.entry``): it allocates nothing, and
@@ -301,15 +338,24 @@ def _rhs(fn, S, t, y, f, qdd, lam, u):
     if st > 0.0 and gains[2] == 1.0:
         _baumgarte(ctx, q, v, gains, qdd, lam)
     ind = P[0]
+    chart = P[6][7] == 1.0
+    n = u.shape[0]
     if P[6][2] == 1.0:
         ni = ind.shape[0]
+        rate = v
+        if chart:
+            rate = P[10]
+            chart_rate_kernel(handles(ctx)[0].topo, P[9], v, rate)
         for b in range(ni):
-            f[b] = v[ind[b]]
+            f[b] = rate[ind[b]]
             f[ni + b] = qdd[ind[b]]
     else:
-        n = u.shape[0]
+        if chart:
+            chart_rate_kernel(handles(ctx)[0].topo, y[:n], v, f[:n])
+        else:
+            for i in range(n):
+                f[i] = v[i]
         for i in range(n):
-            f[i] = v[i]
             f[n + i] = qdd[i]
     return st
 
@@ -340,14 +386,16 @@ def _pinv(ctx):
 
 
 @njit(cache=True)
-def _project(ctx, y, tol):
-    """``System.project`` with threshold 0: y = (q, v) onto Φ = 0 (Newton, minimum-norm
-    steps Δq = -Jᵀ(J Jᵀ)⁻¹Φ on the independent rows, the factor kept while it
-    converges), then v -= Jᵀ(J Jᵀ)⁻¹ J v at the projected q.  Returns 1 if y moved,
-    0 if not, -1 if Newton did not converge."""
+def _project(ctx, q, v, tol, chart):
+    """``System.project`` with threshold 0, in place: q onto Φ = 0 (Newton,
+    minimum-norm steps Δq = -Jᵀ(J Jᵀ)⁻¹Φ on the independent rows, the factor kept while
+    it converges; q ⊕ (-Δq) where q holds quaternions, ``chart``), then
+    v -= Jᵀ(J Jᵀ)⁻¹ J v at the projected q.  Returns 1 if (q, v) moved, 0 if not, -1 if
+    Newton did not converge."""
     m, d = handles(ctx)
     n, r = m.nv, d.nrows
-    q = y[:n]
+    dq = np.empty(n)
+    q0 = q.copy()
     moved = 0
     last = np.inf
     P = np.empty((n, r))
@@ -369,18 +417,24 @@ def _project(ctx, y, tol):
             s = 0.0
             for a in range(r):
                 s += P[i, a] * d.Phi[d.rows[a]]
-            q[i] -= s
+            dq[i] = -s
+        if chart:
+            _put(q0, q)
+            integrate_kernel(m.topo, q0, dq, 1.0, q)
+        else:
+            for i in range(n):
+                q[i] += dq[i]
         moved = 1
     if not converged:
         return -1
     Jv = np.zeros(r)
     vmax = 1.0
     for i in range(n):
-        vmax = max(vmax, abs(y[n + i]))
+        vmax = max(vmax, abs(v[i]))
     big = 0.0
     for a in range(r):
         for j in range(n):
-            Jv[a] += d.J[d.rows[a], j] * y[n + j]
+            Jv[a] += d.J[d.rows[a], j] * v[j]
         big = max(big, abs(Jv[a]))
     if big > tol * vmax:
         P = _pinv(ctx)
@@ -388,7 +442,7 @@ def _project(ctx, y, tol):
             s = 0.0
             for a in range(r):
                 s += P[i, a] * Jv[a]
-            y[n + i] -= s
+            v[i] -= s
         moved = 1
     return moved
 
@@ -502,20 +556,20 @@ def _dop_eval(F, y, x, out):
 
 
 @njit(cache=True)
-def _record(fn, S, k, t, y, O, u):
-    """Output k at time t: the state, τ, q̈ and λ of the method (with the Baumgarte
-    terms in that mode), the closure residuals and T + V, into the outputs
-    ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND, REP)``."""
+def _record(fn, S, k, t, q, v, O, u):
+    """Output k at time t of the state (q, v): the state, τ, q̈ and λ of the method
+    (with the Baumgarte terms in that mode), the closure residuals and T + V, into the
+    outputs ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND, REP)``, Y's row (q, v)."""
     Y, QDD, LAM, TAU, RP, RV, EN, COND, _ = O
     ctx, pb, ctl, tau, act, gains, _ = S
     m, d = handles(ctx)
-    n = m.nv
-    ok, q, v = _state(ctx, S, y)
-    for i in range(n):
+    n, nq = m.nv, q.shape[0]
+    for i in range(nq):
         Y[k, i] = q[i]
-        Y[k, n + i] = v[i]
+    for i in range(n):
+        Y[k, nq + i] = v[i]
     st = 0.0
-    if ok and _tau(ctl, tau, act, t, q, v, u):
+    if _tau(ctl, tau, act, t, q, v, u):
         st = method_call(fn, ctx, pb, as_input(q), as_input(v), as_input(u), QDD[k], LAM[k])
         if st > 0.0 and gains[2] == 1.0:
             _baumgarte(ctx, q, v, gains, QDD[k], LAM[k])
@@ -614,14 +668,11 @@ def _report(key, t):
 
 
 @njit(cache=True)
-def _checkpoint(P, y, reduced, key, t):
-    """After an accepted step: the full state into P[3], P[4] (partitioning keeps it
-    there already), then ``_report`` in object mode; True to stop there."""
-    if not reduced:
-        n = P[3].shape[0]
-        for i in range(n):
-            P[3][i] = y[i]
-            P[4][i] = y[n + i]
+def _checkpoint(P, q, v, key, t):
+    """After an accepted step: its full state (q, v) into P[3], P[4] (partitioning
+    keeps it there already), then ``_report`` in object mode; True to stop there."""
+    _put(P[3], q)
+    _put(P[4], v)
     with objmode(stop="int64"):
         stop = _report(key, t)
     return stop != 0
@@ -678,16 +729,20 @@ def _repartition(ctx, P, q, cond, key, force):
 
 @njit(cache=True, nogil=True)
 def loop(fn, S, y0, t_out, opts, monitor, O, stats):
-    """Integrate (q, v) from y0 = (q0, v0) at t = 0 to t_out[-1] for the method ``fn =
+    """Integrate (q, v) from y0 = (q0, v0) (nq + nv) at t = 0 to t_out[-1] for the method ``fn =
     dynamics.method_pointer(method)``, a runtime value (one compiled loop for every
     method and controller; it releases the GIL), and the system
     ``S = (ctx, pb, ctl, tau, act, gains, P)``: the method's workspace and plan buffers,
     the address of a compiled controller's adapter or 0 for the constant joint forces
     ``tau`` (nv), the actuated coordinates, (α, β, 1 if Baumgarte else 0), and the
-    partition ``P = (ind, dep, rows, q, v, G, ps)`` (``ps``: G known, constraint tol,
-    partitioning 0/1, sign det J_d, repartition cond (0: never), run key, repartitions
-    recorded).  Partitioning integrates y = (q_i, v_i), otherwise y = (q, v).  Outputs
-    at ``t_out`` into ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND, REP)``, Y (N, 2 nv), REP
+    partition and chart ``P = (ind, dep, rows, q, v, G, ps, qa, qs, dg, rate)`` (``ps``: G
+    known, constraint tol, partitioning 0/1, sign det J_d, repartition cond (0: never),
+    run key, repartitions recorded, chart 0/1; the chart's anchor ``qa``, a stage's q
+    ``qs``, partitioning's last δ ``dg`` and its rate ``rate``).  The ODE state is
+    y = (δ, v), or y = (δ_i, v_i) when partitioning, with q = δ, or, for a model with
+    quaternions (chart 1), q = qa ⊕ δ in a chart re-anchored at every accepted step
+    (``loopdyn.sim.charts``, as the Python loop).  Outputs
+    at ``t_out`` into ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND, REP)``, Y (N, nq + nv), REP
     the repartitions (t, new independent coordinates).  ``opts``: integrator (0 RK4, 1
     RK45, 2 DOP853), dt, rtol, atol, max_step, projection (0/1), constraint tol,
     max_steps, call back (1: ``_checkpoint`` every ``POLL_STEPS`` steps, with the run
@@ -699,6 +754,9 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
     n = m.nv
     ind, ps, REP = P[0], P[6], O[8]
     reduced = ps[2] == 1.0
+    chart = ps[7] == 1.0
+    nq = P[3].shape[0]
+    q0, v0 = y0[:nq], y0[nq:]
     ni = ind.shape[0]
     adaptive = opts[0] >= 1.0  # RK45 or DOP853
     dop = opts[0] == 2.0
@@ -712,15 +770,19 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
     nout = t_out.shape[0]
     ny = 2 * ni if reduced else 2 * n
     y = np.empty(ny)
+    if chart:  # System.state: the chart anchored at q0, δ = 0
+        _put(P[7], q0)
+        P[9][:] = 0.0
     if reduced:  # System.state: the guess is q0
-        for i in range(n):
-            P[3][i] = y0[i]
-            P[4][i] = y0[n + i]
+        _put(P[3], q0)
+        _put(P[4], v0)
         for b in range(ni):
-            y[b] = y0[ind[b]]
-            y[ni + b] = y0[n + ind[b]]
+            y[b] = 0.0 if chart else q0[ind[b]]
+            y[ni + b] = v0[ind[b]]
     else:
-        _put(y, y0)
+        for i in range(n):
+            y[i] = 0.0 if chart else q0[i]
+            y[n + i] = v0[i]
     qdd = np.empty(n)
     lam = np.empty(max(m.nr, 1))
     K = np.zeros((16, ny))  # the stages (DOP853: with its 3 dense-output stages)
@@ -737,12 +799,12 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
     if t_out[0] == 0.0:
         # k unliteral: numba types the constant k = 0 as Literal[int](0), which would
         # compile a second specialisation of _record (~1.5 s on an empty cache)
-        _record(fn, S, unliteral(k), t, y, O, u)
+        _record(fn, S, unliteral(k), t, q0, v0, O, u)
         k = 1
     N = np.zeros((n, 0))
     sign = 0.0
     if monitor:
-        ok, N, sign, _ = _frame(ctx, y0[:n], np.zeros((n, n - d.nrows)))
+        ok, N, sign, _ = _frame(ctx, q0, np.zeros((n, n - d.nrows)))
         if not ok:
             return SINGULAR
     if not _rhs(fn, S, t, y, K[0], qdd, lam, u) > 0.0:
@@ -773,8 +835,7 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
             h1 = (0.01 / max(d1, d2)) ** -expo
         h_abs = min(100 * h0, h1, t_end, max_step)
     stop_k = 0  # RK4: the next stop among the output times and t_end
-    ylast = y.copy()  # the last accepted state: y, and (partitioning) the full q, v
-    qlast, vlast = y0[:n].copy(), y0[n:].copy()
+    qlast, vlast = q0.copy(), v0.copy()  # the last accepted state (partitioning)
     retried_at = -1.0
     restarts = 0
     cond = 0.0
@@ -783,7 +844,6 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
             stats[4] = t
             return MAX_STEPS
         t0, k0, h_fail = t, k, h_abs
-        _put(ylast, y)
         # a step; failed (partitioning): the dependent coordinates of a stage, an output
         # or the step's end cannot be recovered, or det J_d changed sign
         failed = False
@@ -855,12 +915,13 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
                                 p *= x
                             acc += K[j, i] * qj
                         ys[i] = y[i] + h * acc
-                if project and _project(ctx, ys, tol) < 0:
-                    return NO_PROJECTION
-                if reduced and not _dependent(ctx, P, ys):
+                ok, qk, vk = _state(ctx, S, ys)
+                if not ok:
                     failed = True
                     break
-                _record(fn, S, k, t_out[k], ys, O, u)
+                if project and _project(ctx, qk, vk, tol, chart) < 0:
+                    return NO_PROJECTION
+                _record(fn, S, k, t_out[k], qk, vk, O, u)
                 k += 1
             if not failed:
                 for i in range(ny):  # first same as last
@@ -900,15 +961,23 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
                     return NOT_FINITE
             _put(y, yd)
             t = t_new
-            if project:
-                moved = _project(ctx, y, tol)
+            if not reduced:
+                # the step's end (q, v); with projection onto the manifolds; in a chart
+                # re-anchored there (δ = 0, δ̇ = v: the solver's state modified, its last
+                # q̈ kept; System.state, as the Python loop after every step)
+                _, qe, ve = _state(ctx, S, y)
+                moved = _project(ctx, qe, ve, tol, chart) if project else 0
                 if moved < 0:
                     return NO_PROJECTION
-                if moved:
-                    nproj += 1
-                    for i in range(n):  # the solver's state modified, its last q̈ kept
+                nproj += moved
+                if chart:
+                    _put(P[7], qe)
+                if moved or chart:
+                    for i in range(n):
+                        if chart:
+                            y[i] = 0.0
                         K[0, i] = y[n + i]
-            if reduced:
+            else:
                 # the full state at the step's end; det J_d must keep its sign (else the
                 # independent coordinates passed a fold of q_d(q_i))
                 if not _dependent(ctx, P, y):
@@ -916,6 +985,13 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
                 else:
                     orient, cond = _orientation(ctx, P, P[3])
                     failed = orient != ps[3]
+                if chart and not failed:  # re-anchored at q: δ = 0, no G (System.state)
+                    _put(P[7], P[3])
+                    P[9][:] = 0.0
+                    ps[0] = 0.0
+                    for b in range(ni):
+                        y[b] = 0.0
+                        K[0, b] = y[ni + b]
                 h_fail = h_abs
         if failed:
             # System: a new partition at the last accepted state and a fresh integrator
@@ -933,8 +1009,11 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
                 _note_repartition(REP, ps, t, ind)
             _put(P[3], qlast)
             _put(P[4], vlast)
+            if chart:
+                _put(P[7], qlast)
+                P[9][:] = 0.0
             for b in range(ni):
-                y[b] = qlast[ind[b]]
+                y[b] = 0.0 if chart else qlast[ind[b]]
                 y[ni + b] = vlast[ind[b]]
             restarts += 1
             if adaptive:
@@ -944,8 +1023,9 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
                 h_abs = min(0.25 * h_fail, t_end - t)
             stats[5] = restarts
             continue
+        qe, ve = _accepted(P, y)
         if monitor:
-            ok, N2, own, ref = _frame(ctx, P[3] if reduced else y[:n], N)
+            ok, N2, own, ref = _frame(ctx, qe, N)
             if not ok or ref != sign:
                 stats[4] = t0
                 return SINGULAR
@@ -959,7 +1039,7 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
             if taken:  # restart the integrator from the state in the new partition
                 _note_repartition(REP, ps, t, ind)
                 for b in range(ni):
-                    y[b] = P[3][ind[b]]
+                    y[b] = 0.0 if chart else P[3][ind[b]]
                     y[ni + b] = P[4][ind[b]]
                 restart = True
                 restarts += 1
@@ -968,7 +1048,7 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
             _put(vlast, P[4])
         steps += 1
         if k < nout and t_out[k] == t:
-            _record(fn, S, k, t, y, O, u)
+            _record(fn, S, k, t, qe, ve, O, u)
             k += 1
         if restart and adaptive:  # scipy's new solver: f at the state, the last step size
             if not _rhs(fn, S, t, y, K[0], qdd, lam, u) > 0.0:
@@ -978,7 +1058,7 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
         stats[0], stats[1], stats[2], stats[3], stats[4] = steps, nfev, nproj, k, t
         stats[5] = restarts
         if poll and steps % POLL_STEPS == 0 and t < t_end:
-            if _checkpoint(P, y, reduced, ps[5], t):
+            if _checkpoint(P, qe, ve, ps[5], t):
                 return STOPPED
     stats[0], stats[1], stats[2], stats[3], stats[4] = steps, nfev, nproj, k, t
     stats[5] = restarts
@@ -1003,8 +1083,6 @@ def eligible(model, tau, integrator, stabilization):
         return f"integrator {integrator!r} (compiled: {', '.join(INTEGRATORS)})"
     if stabilization not in STABILIZATIONS and model.m:
         return f"stabilization {stabilization!r} (compiled: {', '.join(STABILIZATIONS)})"
-    if model.has_quaternions:
-        return "the model has spherical or free joints (the compiled loop has no charts)"
     return None
 
 
@@ -1029,11 +1107,14 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
         dynamics.forward_dynamics(model, q, v, tau0, method=method, data=d)
     except (LoopdynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
         return None  # a singular start or a bad τ: the Python loop reports it
-    bound = d.bound.get(method)
-    if bound is None or (d.rank_info is not None and d.rank_info.dropped.size):
-        return None
-    call = bound[0]
-    ctx, pb = dynamics.bound_buffers(call)
+    if m == 0:  # a tree: every method is the ABA (ld.forward_dynamics binds none)
+        fn, ctx, pb = dynamics.tree_binding(d)
+    else:
+        bound = d.bound.get(method)
+        if bound is None or (d.rank_info is not None and d.rank_info.dropped.size):
+            return None
+        ctx, pb = dynamics.bound_buffers(bound[0])
+        fn = dynamics.method_pointer(method)
     t_out = a["t_out"]
     nout = t_out.size
     project = mode == "projection" and m > 0
@@ -1047,8 +1128,11 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     act = np.array(model.actuated, dtype=np.int64)  # writable: CONTROLLER's int64[::1]
     no = np.zeros(0, dtype=np.int64)
     key = next(_KEYS)
-    ps = np.array([0.0, a["constraint_tol"], 0.0, 0.0, 0.0, float(key), 0.0])
-    P = (no, no.copy(), no.copy(), np.zeros(nv), np.zeros(nv), np.zeros((0, 0)), ps)
+    nq = model.nq
+    chart = float(model.has_quaternions)
+    ps = np.array([0.0, a["constraint_tol"], 0.0, 0.0, 0.0, float(key), 0.0, chart])
+    CH = (np.zeros(nq), np.zeros(nq), np.zeros(nv), np.zeros(nv))  # qa, qs, dg, rate
+    P = (no, no.copy(), no.copy(), np.zeros(nq), np.zeros(nv), np.zeros((0, 0)), ps, *CH)
     if mode == "partitioning" and m > 0:
         # the initial partition as the Python loop chooses it, on a workspace of its own
         sy = System(
@@ -1062,7 +1146,8 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
         _SYSTEMS[key] = sy
         ind, dep, rows = (np.array(x, dtype=np.int64) for x in (sy.ind, sy.dep, sy.rows))
         ps[2:5] = 1.0, sy.orientation, a["repartition_cond"] if repartition else 0.0
-        P = (ind, dep, rows, np.zeros(nv), np.zeros(nv), np.empty((dep.size, ind.size)), ps)
+        G = np.empty((dep.size, ind.size))
+        P = (ind, dep, rows, np.zeros(nq), np.zeros(nv), G, ps, *CH)
     if callable(tau):
         try:
             ctl = controller_address(tau)
@@ -1070,7 +1155,7 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
             return None  # the Python loop calls it (and reports what it raises)
     system = (ctx, pb, ctl, np.ascontiguousarray(tau0, dtype=float), act, gains, P)
     O = (
-        np.full((nout, 2 * nv), np.nan),  # Y
+        np.full((nout, nq + nv), np.nan),  # Y
         np.full((nout, nv), np.nan),  # QDD
         np.full((nout, max(m, 1)), np.nan),  # LAM
         np.full((nout, nv), np.nan),  # TAU
@@ -1082,7 +1167,6 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     poll = _POLLS[key] = _Poll(progress, float(t_out[-1]))
     opts[8] = float(poll.arm() or progress is not None)
     try:
-        fn = dynamics.method_pointer(method)
         out = loop(fn, system, y0, t_out, opts, bool(monitor and m > 0), O, stats)
     except (ArithmeticError, ValueError, np.linalg.LinAlgError):
         return None
@@ -1104,8 +1188,8 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
         progress(float(t_out[-1]), float(t_out[-1]))
     return Trajectory(
         t=t_out.copy(),
-        q=Y[:, :nv].copy(),
-        v=Y[:, nv:].copy(),
+        q=Y[:, :nq].copy(),
+        v=Y[:, nq:].copy(),
         qdd=QDD,
         lam=LAM[:, :m],
         tau=TAU,
@@ -1140,7 +1224,7 @@ def _interrupted(model, method, tau, mode, a, independent, integrator, O, stats,
     """``SimulationInterrupted`` for a compiled run stopped by Ctrl-C: the outputs it wrote,
     then the last accepted state (P[3], P[4] at time stats[4]) evaluated by the Python
     loop's ``evaluate_trajectory``, as ``_Run.fail`` does."""
-    nv, m, k = model.nv, model.m, int(stats[3])
+    nq, m, k = model.nq, model.m, int(stats[3])
     t, q, v = float(stats[4]), P[3].copy(), P[4].copy()
     system = System(
         model, method, tau_function(model, tau), mode, a["gains"], a["constraint_tol"],
@@ -1163,7 +1247,7 @@ def _interrupted(model, method, tau, mode, a, independent, integrator, O, stats,
         return np.concatenate([x[:k], y[:extra]])
 
     traj = Trajectory(
-        t=rows(t_out, last.t), q=rows(Y[:, :nv], last.q), v=rows(Y[:, nv:], last.v),
+        t=rows(t_out, last.t), q=rows(Y[:, :nq], last.q), v=rows(Y[:, nq:], last.v),
         qdd=rows(QDD, last.qdd), lam=rows(LAM[:, :m], last.lam), tau=rows(TAU, last.tau),
         residual_position=rows(RP, last.residual_position),
         residual_velocity=rows(RV, last.residual_velocity), energy=rows(EN, last.energy),

@@ -180,7 +180,7 @@ def simulate(
       ``loopdyn.sim.compiled.POLL_STEPS`` steps) and at ``t_end``.
       ``compiled``: None (default) runs the loop inside compiled code when it applies
       (τ None, constant or a ``@numba.njit`` controller, ``"RK4"``, ``"RK45"`` or
-      ``"DOP853"``, any stabilization, no spherical/free joints; see
+      ``"DOP853"``, any stabilization, any joint; see
       ``loopdyn.sim.compiled``), else the Python loop; ``True`` the same but a
       ``ValueError`` saying why when it does not apply; ``False`` the Python loop.
       Whatever the compiled loop cannot finish is redone by the Python loop.
