@@ -113,6 +113,73 @@ def test_compiled_loop_runs_trees(integrator, kw):
         assert np.ptp(a.energy) < 1e-6 * max(1.0, np.abs(a.energy).max())
 
 
+@pytest.mark.parametrize(
+    "method, stabilization, integrator",
+    [
+        ("augmented", "projection", "DOP853"),
+        ("augmented", "partitioning", "DOP853"),
+        ("slm", "baumgarte", "RK45"),
+        ("embedding", "none", "DOP853"),
+        ("sslm", "projection", "RK4"),
+    ],
+)
+def test_compiled_loop_with_redundant_closures_equals_python_loop(
+    method, stabilization, integrator
+):
+    """The closed-knee leg's planar loop closed by a spatial hinge: 5 rows of rank 2.  The
+    compiled loop solves on the independent rows, checks the dropped ones at every
+    evaluation (``dynamics.dropped_rows_hold``) and reports the minimum-norm multipliers
+    over all 5 rows, as ld.forward_dynamics and the Python loop."""
+    model = ld.examples.closed_knee_leg()
+    assert ld.constraint_rank(model, model.q0).dropped.size == 3
+    kw = dict(dt=1e-3) if integrator == "RK4" else dict(rtol=1e-10, atol=1e-10)
+    args = dict(t_end=0.5, method=method, stabilization=stabilization, integrator=integrator)
+    a = ld.simulate(model, compiled=True, t_eval=11, **args, **kw)
+    b = ld.simulate(model, compiled=False, t_eval=11, **args, **kw)
+    _same_run(a, b)
+    assert a.lam.shape == (11, 5)
+    np.testing.assert_allclose(a.lam, b.lam, rtol=0, atol=1e-9 * np.abs(b.lam).max())
+    k = 5
+    ref = ld.forward_dynamics(model, a.q[k], a.v[k], a.tau[k], method=method)
+    np.testing.assert_allclose(a.lam[k], ref.lam, rtol=0, atol=1e-9 * np.abs(ref.lam).max())
+
+
+def test_the_compiled_dropped_row_test_is_never_laxer_than_the_checked_path():
+    """``dropped_rows_hold`` (compiled, the simulation loop's) passes an answer only where
+    ``_broken_rows`` (ld.forward_dynamics's) finds every dropped row held: on the
+    hypothesis reproducers whose dropped rows are violated (seeds 20261172b, 20261178)
+    it refuses the method's answer, on consistent states of the closed-knee leg it passes."""
+    import runpy
+    from pathlib import Path
+
+    from loopdyn.methods import dynamics
+
+    def judged(model, q, v, tau):
+        d = model.create_data()
+        info = ld.constraint_rank(model, q, data=d)
+        assert info.dropped.size
+        d.set_rows(info.independent)
+        call = dynamics.BINDERS["augmented"](model, d)
+        qdd, lam = np.empty(model.nv), np.empty(model.m)
+        assert call(q, v, tau, qdd, lam) > 0.0
+        broken = dynamics._broken_rows(d, info, q, v, tau, qdd)
+        ctx, _ = dynamics.bound_buffers(call)
+        size = dynamics.model_size(model)
+        return broken.size == 0, dynamics.dropped_rows_hold(ctx, info.dropped, size, q, v, qdd)
+
+    for name in ("hypothesis_20261172b.mech", "hypothesis_20261178.mech"):
+        g = runpy.run_path(str(Path(__file__).parent / "data" / name))
+        held, hold = judged(g["model"], g["q"], g["v"], g["tau"])
+        assert not held and not hold, name
+    model = ld.examples.closed_knee_leg()
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        q = ld.assemble(model, model.q0 + 0.3 * rng.normal(size=model.nq))
+        v = ld.complete_velocity(model, q, rng.normal(size=model.nv))
+        held, hold = judged(model, q, v, rng.normal(size=model.nv))
+        assert held and hold
+
+
 @numba.njit
 def _pd(t, q, v):
     """A compiled controller: PD on the crank towards 1 rad plus a time-varying torque."""
@@ -439,6 +506,7 @@ import loopdyn as ld
 
 model = ld.examples.four_bar(theta1=np.pi / 2)
 stewart, tree = ld.examples.stewart(), ld.examples.random_tree(6, 0)
+knee = ld.examples.closed_knee_leg()
 ctl = njit(lambda t, q, v: np.array([-0.1 * v[0]]))
 runs = [dict(stabilization=s) for s in ("none", "projection", "baumgarte", "partitioning")]
 runs += [dict(integrator="RK4", max_step=1e-2), dict(integrator="RK45"), dict(tau=ctl)]
@@ -450,6 +518,7 @@ def work():
     for kw in (dict(stabilization="projection"), dict(stabilization="partitioning")):
         assert ld.simulate(stewart, t_end=0.05, t_eval=3, **kw).stats["compiled"], kw
     assert ld.simulate(tree, tree.q0, np.ones(tree.nv), t_end=0.05).stats["compiled"]
+    assert ld.simulate(knee, t_end=0.05, t_eval=3).stats["compiled"]  # redundant rows
     Q = np.tile(model.q0, (3, 1))
     ld.simulate_batch(model, Q, t_end=0.2, t_eval=3)
     ld.forward_dynamics_batch(model, np.tile(model.q0, (50, 1)))

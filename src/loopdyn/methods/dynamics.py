@@ -34,6 +34,7 @@ from loopdyn.kernels.numba_internals import (
     as_input,
     call_at,
     call_at_planned,
+    counted,
     entry,
     entry_pointer,
     unliteral,
@@ -358,9 +359,7 @@ def _broken_rows(d, info, q, v, tau, qdd):
     Cs = np.linalg.lstsq(Jk.T, Jd.T, rcond=None)[0].T if info.rank else np.zeros((Jd.shape[0], 0))
     C = np.abs(Cs)
     res = np.abs(Jd @ qdd - gd)
-    size = max(
-        np.abs(model.jgeom[:, 3]).max(initial=0.0), np.abs(model.cl_X[:, :, 3]).max(initial=0.0)
-    )
+    size = model_size(model)
     vmax = np.abs(v).max(initial=0.0)
     vv = vmax**2 * max(size, 1.0)
     acc = max(np.abs(qdd).max(initial=0.0), float(np.linalg.norm(model.gravity)))
@@ -394,6 +393,87 @@ def _broken_rows(d, info, q, v, tau, qdd):
         if np.all(r_ls <= (RESIDUAL_TOL * 10 + off) * rows_scale):
             broken = info.dropped[~(res <= tol + np.abs(gd - Cs @ gk))]
     return broken
+
+
+def model_size(model):
+    """The model's length scale for ``_broken_rows``: its largest joint or closure offset."""
+    return max(
+        np.abs(model.jgeom[:, 3]).max(initial=0.0), np.abs(model.cl_X[:, :, 3]).max(initial=0.0)
+    )
+
+
+# a compiled caller's margin on ``_broken_rows``'s tolerance: a row within it of the
+# limit is left to ``_broken_rows`` itself (the Python path), never passed by rounding
+DROPPED_MARGIN = 0.5
+
+
+@counted
+def dropped_rows_hold(ctx, dropped, size, q, v, qdd):
+    """``_broken_rows``'s test of the dropped rows in compiled code, for the compiled
+    simulation loop: True if every row of ``dropped`` holds J q̈ = γ at (q, v) to
+    ``DROPPED_MARGIN`` times ``_broken_rows``'s tolerance (the same terms: C by least
+    squares with numpy's cut-off, |C| times the kept rows' residuals, 20 RESIDUAL_TOL of
+    the row's scale and the allowance off the manifold).  False sends the caller to
+    ``ld.forward_dynamics``'s checked path (its second test, re-detection, errors), so
+    this test is never laxer than that one.  ``size``: ``model_size``.  Recomputes Φ,
+    J and γ at (q, v) into ``ctx``'s workspace; kept rows: ``d.rows``."""
+    m, d = handles(ctx)
+    constraint_kernel(m, d, as_input(q), as_input(v), True)
+    n, nr, rows = m.nv, m.nr, d.rows
+    r, nd = rows.shape[0], dropped.shape[0]
+    J, g = d.J, d.gamma
+    C = np.zeros((r, nd))  # J_d = Cᵀ J_k (least squares)
+    if r:
+        Jk = np.empty((n, r))
+        Jd = np.empty((n, nd))
+        for a in range(r):
+            for j in range(n):
+                Jk[j, a] = J[rows[a], j]
+        for b in range(nd):
+            for j in range(n):
+                Jd[j, b] = J[dropped[b], j]
+        C = np.linalg.lstsq(Jk, Jd, np.finfo(np.float64).eps * max(n, r))[0]
+    vmax = 0.0
+    qmax = 0.0
+    for j in range(n):
+        vmax = max(vmax, abs(v[j]))
+        qmax = max(qmax, abs(qdd[j]))
+    grav = np.sqrt(m.gravity[0] ** 2 + m.gravity[1] ** 2 + m.gravity[2] ** 2)
+    acc = max(qmax, grav)
+    vv = vmax * vmax * max(size, 1.0)
+    gap = 0.0
+    jv = 0.0
+    for i in range(nr):
+        gap = max(gap, abs(d.Phi[i]))
+        s = 0.0
+        for j in range(n):
+            s += J[i, j] * v[j]
+        jv = max(jv, abs(s))
+    if vmax > 0.0:
+        gap += jv / vmax
+    off = min(10.0 * gap / max(min(size, 1.0), 1e-300), OFF_MANIFOLD_MAX)
+    kept = np.empty(r)  # |J_k q̈ - γ_k|
+    for a in range(r):
+        s = -g[rows[a]]
+        for j in range(n):
+            s += J[rows[a], j] * qdd[j]
+        kept[a] = abs(s)
+    for b in range(nd):
+        i = dropped[b]
+        res = -g[i]
+        jmax = 0.0
+        for j in range(n):
+            res += J[i, j] * qdd[j]
+            jmax = max(jmax, abs(J[i, j]))
+        cg = cr = 0.0
+        for a in range(r):
+            cg += abs(C[a, b]) * abs(g[rows[a]])
+            cr += abs(C[a, b]) * kept[a]
+        scale = jmax * acc + abs(g[i]) + cg + vv
+        tol = cr + (RESIDUAL_TOL * 20 + off) * scale
+        if not abs(res) <= DROPPED_MARGIN * tol:
+            return False
+    return True
 
 
 def _broken_message(model, info, rows, method):

@@ -26,11 +26,13 @@ every joint is Euclidean; with spherical or free joints y = (δ, v), q = qa ⊕ 
 the projection's Newton steps taken on the manifold.  Trees (no closure) run the ABA
 (``dynamics.tree_entry``).
 
-Eligible: a method whose fast path applies (no redundant closure rows).  Anything the
-compiled loop cannot finish (a failed solve, a singularity, max_steps, a non-finite
-state or τ) makes it hand back to the Python loop, which then produces the documented
-result or error; so the compiled loop changes speed, never outcomes beyond the
-integrator tolerance.
+Redundant closures: the method solves on the independent rows detected at the start, and
+every evaluation checks the dropped ones (``dynamics.dropped_rows_hold``, the test of
+``ld.forward_dynamics``, at half its tolerance).  Anything the compiled loop cannot finish
+(a failed solve, a dropped row that does not hold, watched rows that degenerate where J
+does not, a singularity, max_steps, a non-finite state or τ) makes it hand back to the
+Python loop, which then produces the documented result or error; so the compiled loop
+changes speed, never outcomes beyond the integrator tolerance.
 Every ``POLL_STEPS`` accepted steps the loop calls back into Python (``_report``, in
 numba's object mode, ~1 µs): the ``progress`` callback of ``ld.simulate``, and Ctrl-C,
 which a run on the main thread turns into a flag while it lasts (``_Poll``) so that it
@@ -64,7 +66,7 @@ from loopdyn.kinematics.closures import closure_terms, constraint_entry
 from loopdyn.kinematics.configuration import integrate_kernel
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods import dynamics
-from loopdyn.methods.dynamics import method_call
+from loopdyn.methods.dynamics import dropped_rows_hold, method_call
 from loopdyn.model.data import Data
 from loopdyn.sim import dop853
 from loopdyn.sim.charts import chart_rate_kernel
@@ -81,8 +83,9 @@ STATE_FAILED = -1e9  # _rhs: the dependent coordinates could not be recovered (p
 # outcomes of the loop
 (
     DONE, FAILED_SOLVE, NOT_FINITE, SINGULAR, MAX_STEPS, NO_PROJECTION, STEP_TOO_SMALL,
-    REPARTITION, STOPPED,
-) = range(9)  # fmt: skip
+    REPARTITION, STOPPED, RESELECT,
+) = range(10)  # fmt: skip
+DROPPED_BROKEN = -7.0  # _rhs: a dropped (redundant) closure row does not hold: the Python loop
 POLL_STEPS = 16  # accepted steps between two calls back into Python (progress, Ctrl-C)
 
 # Dormand–Prince 8(5,3) (scipy.integrate.DOP853)
@@ -328,13 +331,15 @@ def _rhs(fn, S, t, y, f, qdd, lam, u):
     with counting every array of ``S`` and every view cost atomic updates at each stage
     (~0.2 µs of the four-bar's 1.8 µs a stage); ``_baumgarte`` and ``_dependent``,
     which allocate, are ``counted``."""
-    ctx, pb, ctl, tau, act, gains, P = S
+    ctx, pb, ctl, tau, act, gains, P, RD = S
     ok, q, v = _state(ctx, S, y)
     if not ok:
         return STATE_FAILED
     if not _tau(ctl, tau, act, t, q, v, u):
         return 0.0
     st = method_call(fn, ctx, pb, as_input(q), as_input(v), as_input(u), qdd, lam)
+    if st > 0.0 and RD[0].shape[0] and not dropped_rows_hold(ctx, RD[0], RD[1], q, v, qdd):
+        return DROPPED_BROKEN
     if st > 0.0 and gains[2] == 1.0:
         _baumgarte(ctx, q, v, gains, qdd, lam)
     ind = P[0]
@@ -449,7 +454,9 @@ def _project(ctx, q, v, tol, chart):
 
 @njit(cache=True)
 def _frame(ctx, q, Nref):
-    """``System._mobility_frame``: (ok, N, sign det [J; Nᵀ], sign det [J; N_refᵀ]) at q."""
+    """``System._mobility_frame``: (ok, N, sign det [J; Nᵀ], sign det [J; N_refᵀ], how
+    much worse the watched rows ``d.rows`` are conditioned than J) at q; with redundant
+    rows ok is J's conditioning (every row), as there."""
     m, d = handles(ctx)
     n, r = m.nv, d.nrows
     constraint_entry(ctx, as_input(q), as_input(q[:0]), True)
@@ -458,18 +465,23 @@ def _frame(ctx, q, Nref):
         for j in range(n):
             Jr[a, j] = d.J[d.rows[a], j]
     _, sv, Vt = np.linalg.svd(Jr)
-    ratio = (sv[r - 1] / sv[0] if sv[0] > 0 else 0.0) if r else 1.0
+    own = (sv[r - 1] / sv[0] if sv[0] > 0 else 0.0) if r else 1.0
+    ratio = own
+    if r and m.nr > r:  # redundant rows: the closures' conditioning is J's
+        s = np.linalg.svd(np.ascontiguousarray(d.J[: m.nr]), False)[1]
+        ratio = s[r - 1] / s[0] if s[0] > 0 else 0.0
+    worse = own / max(ratio, np.finfo(np.float64).tiny)
     N = np.ascontiguousarray(Vt[r:].T)
     K = np.empty((n, n))
     for a in range(n):
         for j in range(n):
             K[a, j] = Jr[a, j] if a < r else N[j, a - r]
-    own = np.linalg.slogdet(K)[0]
+    sign = np.linalg.slogdet(K)[0]
     for a in range(r, n):
         for j in range(n):
             K[a, j] = Nref[j, a - r]
     ref = np.linalg.slogdet(K)[0]
-    return ratio >= MOBILITY_TOL, N, own, ref
+    return ratio >= MOBILITY_TOL, N, sign, ref, worse
 
 
 @njit(cache=True, inline="always")  # one call site: no library of its own to optimise
@@ -561,7 +573,7 @@ def _record(fn, S, k, t, q, v, O, u):
     (with the Baumgarte terms in that mode), the closure residuals and T + V, into the
     outputs ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND, REP)``, Y's row (q, v)."""
     Y, QDD, LAM, TAU, RP, RV, EN, COND, _ = O
-    ctx, pb, ctl, tau, act, gains, _ = S
+    ctx, pb, ctl, tau, act, gains, _, RD = S
     m, d = handles(ctx)
     n, nq = m.nv, q.shape[0]
     for i in range(nq):
@@ -571,6 +583,11 @@ def _record(fn, S, k, t, q, v, O, u):
     st = 0.0
     if _tau(ctl, tau, act, t, q, v, u):
         st = method_call(fn, ctx, pb, as_input(q), as_input(v), as_input(u), QDD[k], LAM[k])
+        if st > 0.0 and RD[0].shape[0]:
+            if not dropped_rows_hold(ctx, RD[0], RD[1], q, v, QDD[k]):
+                st = 0.0  # condition inf: the Python loop records it (run)
+            else:
+                _min_norm_multipliers(ctx, LAM[k])
         if st > 0.0 and gains[2] == 1.0:
             _baumgarte(ctx, q, v, gains, QDD[k], LAM[k])
     for i in range(n):
@@ -608,6 +625,26 @@ def _record(fn, S, k, t, q, v, O, u):
             w = R[3, j] + R[j, 0] * c0 + R[j, 1] * c1 + R[j, 2] * c2
             e -= mass * m.gravity[j] * w
     EN[k] = e
+
+
+@njit(cache=True)
+def _min_norm_multipliers(ctx, lam):
+    """λ over every closure row from the method's λ on the independent rows ``d.rows``
+    (lam[:r]): the minimum-norm multipliers with the same Jᵀλ, least squares with numpy's
+    cut-off (``ld.forward_dynamics``'s report).  J as ``dropped_rows_hold`` left it."""
+    m, d = handles(ctx)
+    n, nr, r = m.nv, m.nr, d.nrows
+    JT = np.empty((n, nr))
+    f = np.zeros(n)
+    for i in range(nr):
+        for j in range(n):
+            JT[j, i] = d.J[i, j]
+    for a in range(r):
+        for j in range(n):
+            f[j] += d.J[d.rows[a], j] * lam[a]
+    x = np.linalg.lstsq(JT, f, np.finfo(np.float64).eps * max(n, nr))[0]
+    for i in range(nr):
+        lam[i] = x[i]
 
 
 def _candidate(key, q):
@@ -732,13 +769,16 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
     """Integrate (q, v) from y0 = (q0, v0) (nq + nv) at t = 0 to t_out[-1] for the method ``fn =
     dynamics.method_pointer(method)``, a runtime value (one compiled loop for every
     method and controller; it releases the GIL), and the system
-    ``S = (ctx, pb, ctl, tau, act, gains, P)``: the method's workspace and plan buffers,
-    the address of a compiled controller's adapter or 0 for the constant joint forces
-    ``tau`` (nv), the actuated coordinates, (α, β, 1 if Baumgarte else 0), and the
+    ``S = (ctx, pb, ctl, tau, act, gains, P, RD)``: the method's workspace and plan
+    buffers, the address of a compiled controller's adapter or 0 for the constant joint
+    forces ``tau`` (nv), the actuated coordinates, (α, β, 1 if Baumgarte else 0), the
     partition and chart ``P = (ind, dep, rows, q, v, G, ps, qa, qs, dg, rate)`` (``ps``: G
     known, constraint tol, partitioning 0/1, sign det J_d, repartition cond (0: never),
     run key, repartitions recorded, chart 0/1; the chart's anchor ``qa``, a stage's q
-    ``qs``, partitioning's last δ ``dg`` and its rate ``rate``).  The ODE state is
+    ``qs``, partitioning's last δ ``dg`` and its rate ``rate``), and the redundant rows
+    ``RD = (dropped, model size)``: every evaluation checks them
+    (``dynamics.dropped_rows_hold``; one that fails hands the run back to the Python
+    loop, which re-detects the rank).  The ODE state is
     y = (δ, v), or y = (δ_i, v_i) when partitioning, with q = δ, or, for a model with
     quaternions (chart 1), q = qa ⊕ δ in a chart re-anchored at every accepted step
     (``loopdyn.sim.charts``, as the Python loop).  Outputs
@@ -804,7 +844,7 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
     N = np.zeros((n, 0))
     sign = 0.0
     if monitor:
-        ok, N, sign, _ = _frame(ctx, q0, np.zeros((n, n - d.nrows)))
+        ok, N, sign, _, _ = _frame(ctx, q0, np.zeros((n, n - d.nrows)))
         if not ok:
             return SINGULAR
     if not _rhs(fn, S, t, y, K[0], qdd, lam, u) > 0.0:
@@ -1025,10 +1065,13 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
             continue
         qe, ve = _accepted(P, y)
         if monitor:
-            ok, N2, own, ref = _frame(ctx, qe, N)
+            ok, N2, own, ref, worse = _frame(ctx, qe, N)
             if not ok or ref != sign:
                 stats[4] = t0
                 return SINGULAR
+            if worse < 0.5:  # System.mobility_crossed re-selects the watched rows
+                stats[4] = t
+                return RESELECT
             N, sign = N2, own
         restart = False
         if reduced and ps[4] > 0.0 and cond > ps[4]:
@@ -1104,16 +1147,23 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     ctl = 0
     try:
         tau0 = tau_function(model, tau)(0.0, q, v)
-        dynamics.forward_dynamics(model, q, v, tau0, method=method, data=d)
+        res = dynamics.forward_dynamics(model, q, v, tau0, method=method, data=d)
     except (LoopdynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
         return None  # a singular start or a bad τ: the Python loop reports it
     if m == 0:  # a tree: every method is the ABA (ld.forward_dynamics binds none)
         fn, ctx, pb = dynamics.tree_binding(d)
     else:
         bound = d.bound.get(method)
-        if bound is None or (d.rank_info is not None and d.rank_info.dropped.size):
+        if bound is not None:
+            call = bound[0]
+        elif res.method == method and res.dropped.size:
+            # redundant rows: ld.forward_dynamics keeps no fast path (its answer needs the
+            # dropped-row check); the loop binds the method on the independent rows and
+            # checks the dropped ones itself
+            call = dynamics.BINDERS[method](model, d)
+        else:
             return None
-        ctx, pb = dynamics.bound_buffers(bound[0])
+        ctx, pb = dynamics.bound_buffers(call)
         fn = dynamics.method_pointer(method)
     t_out = a["t_out"]
     nout = t_out.size
@@ -1153,7 +1203,12 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
             ctl = controller_address(tau)
         except TypingError:
             return None  # the Python loop calls it (and reports what it raises)
-    system = (ctx, pb, ctl, np.ascontiguousarray(tau0, dtype=float), act, gains, P)
+    # redundant closure rows: the ones the method drops, checked at every evaluation
+    dropped = np.zeros(0, dtype=np.int64)
+    if d.rank_info is not None:
+        dropped = np.ascontiguousarray(d.rank_info.dropped, dtype=np.int64)
+    RD = (dropped, float(dynamics.model_size(model)))
+    system = (ctx, pb, ctl, np.ascontiguousarray(tau0, dtype=float), act, gains, P, RD)
     O = (
         np.full((nout, nq + nv), np.nan),  # Y
         np.full((nout, nv), np.nan),  # QDD
