@@ -24,6 +24,10 @@ is conserved and the closures hold, so each run is counted as:
 - phi / drift / nonfinite: completed but an invariant fails (a failure);
 - other: any other exception (a failure), or a run slower than ``--slow`` seconds.
 
+The last line also says how many runs completed in the compiled loop (``ld.simulate``'s
+default; the rest ran the Python loop: a run the compiled loop handed back, or an
+option it does not take).
+
 The forward-dynamics census (``random_census.py``) checks one state per mechanism against
 the oracle; this one checks what an integrator does between states: stage points off the
 constraint manifold, projections, the rank of redundant closures along a motion.
@@ -68,7 +72,8 @@ def run_one(mech, t_end, method, slow, **options):
     phi = float(np.max(tr.residual_position)) if model.m else 0.0
     phi_max = 1e-5 if options.get("stabilization") in ("baumgarte", "none") else 1e-7
     drift = float(np.abs(tr.energy_drift).max() / max(np.abs(tr.energy).max(), 1e-12))
-    detail = f"max |Φ| {phi:.2e}, energy drift {drift:.2e}, {tr.stats['steps']} steps"
+    loop = "compiled" if tr.stats["compiled"] else "Python"
+    detail = f"max |Φ| {phi:.2e}, energy drift {drift:.2e}, {tr.stats['steps']} steps ({loop} loop)"
     if phi > phi_max:
         return "phi", wall, detail
     if drift > 1e-5:
@@ -95,6 +100,7 @@ def main():
         return
     counts = dict.fromkeys(KINDS, 0)
     walls = []
+    compiled = 0
     start = time.perf_counter()
     print(
         f"simulation census: N = {a.n}, seed = {a.seed}, t_end = {a.t_end} s, "
@@ -112,6 +118,7 @@ def main():
         )  # fmt: skip
         counts[kind] += 1
         walls.append(wall)
+        compiled += detail.endswith("(compiled loop)")
         if kind != "ok":
             print(f"  case {i}: {kind} ({wall:.2f} s) {detail}", flush=True)
     bad = sum(counts[k] for k in KINDS if k not in ("ok", "named"))
@@ -119,7 +126,7 @@ def main():
         f"{len(walls)} runs in {time.perf_counter() - start:.0f} s (median {np.median(walls):.3f} "
         f"s, max {max(walls):.2f} s): "
         + ", ".join(f"{k} {v}" for k, v in counts.items())
-        + f"; failures {bad}"
+        + f"; failures {bad}; {compiled} completed in the compiled loop"
     )
 
 

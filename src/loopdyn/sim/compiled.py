@@ -204,6 +204,8 @@ def _baumgarte(ctx, q, v, gains, qdd, lam):
     on the independent rows."""
     m, d = handles(ctx)
     n, r = m.nv, d.nrows
+    if r == 0:  # every row vacuous (rank 0): no correction
+        return
     constraint_entry(ctx, as_input(q), as_input(q[:0]), True)
     JrT = np.empty((n, r))
     c = np.empty(r)
@@ -268,6 +270,13 @@ def _dependent(ctx, P, y):
     for b in range(ni):
         x[ind[b]] = y[b]
         v[ind[b]] = y[ni + b]
+    if dep.shape[0] == 0:  # every row vacuous (rank 0): every coordinate independent
+        if chart:
+            _put(dg, x)
+            integrate_kernel(m.topo, qa, x, 1.0, q)
+        else:
+            _put(q, x)
+        return True
     tol = ps[1]
     last = np.inf
     for _ in range(25):
@@ -400,6 +409,8 @@ def _project(ctx, q, v, tol, chart):
     m, d = handles(ctx)
     n, r = m.nv, d.nrows
     dq = np.empty(n)
+    if r == 0:  # every row vacuous (rank 0): nothing to project onto
+        return 0
     q0 = q.copy()
     moved = 0
     last = np.inf
@@ -464,8 +475,11 @@ def _frame(ctx, q, Nref):
     for a in range(r):
         for j in range(n):
             Jr[a, j] = d.J[d.rows[a], j]
-    _, sv, Vt = np.linalg.svd(Jr)
-    own = (sv[r - 1] / sv[0] if sv[0] > 0 else 0.0) if r else 1.0
+    if r:
+        _, sv, Vt = np.linalg.svd(Jr)
+        own = sv[r - 1] / sv[0] if sv[0] > 0 else 0.0
+    else:  # every row vacuous (rank 0): N = I (numpy's svd of a 0 × n matrix)
+        Vt, own = np.eye(n), 1.0
     ratio = own
     if r and m.nr > r:  # redundant rows: the closures' conditioning is J's
         s = np.linalg.svd(np.ascontiguousarray(d.J[: m.nr]), False)[1]
