@@ -16,7 +16,8 @@ run on every thread).
 
     PYTHONPATH=src python benchmarks/bench_scale.py [--rounds 5] [--n 10000] [--cpu-time]
     PYTHONPATH=src python benchmarks/bench_scale.py --cold augmented   # compile time
-    PYTHONPATH=src python benchmarks/bench_scale.py --simulation       # batched / partitioning
+    PYTHONPATH=src python benchmarks/bench_scale.py --simulation       # batched / partitioning /
+                                                                       # every kind of model
     PYTHONPATH=src python benchmarks/bench_scale.py --batches          # the batches only
 """
 
@@ -255,6 +256,36 @@ def partitioning(rounds, clock):
         )
 
 
+def model_kinds(rounds, clock):
+    """The compiled loop on every kind of model against the Python loop: ld.simulate's
+    defaults (DOP853, projection), 1 s from the model's q0: a parallel platform with
+    spherical joints (chart q = q_a ⊕ δ), a tree with free and spherical joints, the
+    6-DOF arm (a tree: the ABA) and a planar loop closed by a spatial hinge (5 rows of
+    rank 2: the dropped rows checked at every evaluation)."""
+    cases = [
+        ("stewart (spherical joints)", ld.examples.stewart(), None),
+        ("random_tree(8, 0) (free)", ld.examples.random_tree(8, 0), 1),
+        ("serial_arm (tree)", ld.examples.serial_arm(), 1),
+        ("closed_knee_leg (redundant)", ld.examples.closed_knee_leg(), None),
+    ]
+    unit = "CPU" if clock is time.process_time else "wall"
+    print(f"\nevery kind of model, 1 s, DOP853 defaults; {unit} ms, median (min–max)")
+    for name, model, seed in cases:
+        v = None if seed is None else np.random.default_rng(seed).normal(size=model.nv)
+        runs = {
+            c: (lambda m=model, v=v, c=c: ld.simulate(m, m.q0, v, 1.0, compiled=c))
+            for c in (True, False)
+        }
+        a, b = runs[True](), runs[False]()
+        assert a.stats["compiled"] and a.stats["steps"] == b.stats["steps"], name
+        t = _alternate({"compiled": runs[True], "python": runs[False]}, rounds, clock)
+        print(
+            f"  {name}: compiled {_spread(t['compiled'], 1e3)} ms, Python loop "
+            f"{_spread(t['python'], 1e3)} ms, ratio {_spread(t['python'] / t['compiled'])}x; "
+            f"{a.stats['steps']} steps both, max |q - q_python| {np.abs(a.q - b.q).max():.1e}"
+        )
+
+
 def cold(method):
     """A fresh process on an empty numba cache: the CPU time of its first batch of
     ``method`` (after a first single call) and of the whole process (import included)."""
@@ -293,6 +324,7 @@ if __name__ == "__main__":
     if not a.batches:
         sim_batch(a.rounds, 64)
         partitioning(a.rounds, clock)
+        model_kinds(a.rounds, clock)
         if a.simulation:
             sys.exit()
         free_fall(a.rounds, 1e-10, clock)
