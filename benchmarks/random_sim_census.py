@@ -93,6 +93,9 @@ def main():
     p.add_argument("--integrator", default="DOP853")
     p.add_argument("--rtol", type=float, default=1e-10, help="rtol = atol of the integrator")
     p.add_argument("--slow", type=float, default=30.0, help="seconds above which a run counts")
+    p.add_argument(
+        "--python-loop", action="store_true", help="compiled=False: every run in the Python loop"
+    )
     p.add_argument("--show", type=int, default=None, help="print the code of case SHOW")
     a = p.parse_args()
     if a.show is not None:
@@ -104,7 +107,8 @@ def main():
     start = time.perf_counter()
     print(
         f"simulation census: N = {a.n}, seed = {a.seed}, t_end = {a.t_end} s, "
-        f"method = {a.method}, {a.integrator}, {a.stabilization}, rtol = atol = {a.rtol:g}; "
+        f"method = {a.method}, {a.integrator}, {a.stabilization}, rtol = atol = {a.rtol:g}"
+        f"{' (Python loop)' if a.python_loop else ''}; "
         f"loopdyn {ld.__version__}",
         flush=True,
     )
@@ -115,6 +119,7 @@ def main():
         kind, wall, detail = run_one(
             mech, a.t_end, a.method, a.slow, stabilization=a.stabilization,
             integrator=a.integrator, rtol=a.rtol, atol=a.rtol,
+            compiled=False if a.python_loop else None,
         )  # fmt: skip
         counts[kind] += 1
         walls.append(wall)

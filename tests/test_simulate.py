@@ -601,6 +601,25 @@ def test_every_method_stops_at_the_same_change_of_mobility(stabilization):
         ld.simulate(model, q0, v0, 1.0, integrator="RK4", dt=0.01, stabilization=stabilization)
 
 
+def test_rk4_failures_name_the_fixed_step():
+    """Random mechanism (23, 3) at RK4's default dt = 1e-3: its velocities grow past
+    floating point (``ld.integrate`` overflows) and (23, 15) reaches a state whose mass
+    matrix is numerically singular, in either loop; the adaptive DOP853 completes both.
+    The errors say the fixed step may be the cause (they said only "integrate overflowed
+    (|v dt| too large: dt = 1.0)", the chart's dt, and "the mass matrix is singular")."""
+    import mechanisms as mx
+
+    for i, kind in ((3, ld.SimulationError), (15, ld.SimulationSingularityError)):
+        mech = mx.random_mechanism((23, i))
+        args = (mech.model, mech.q, mech.v, 0.3)
+        kw = dict(t_eval=31, rtol=1e-10, atol=1e-10)  # the census's options
+        for compiled in (None, False):
+            with pytest.raises(kind, match=r"RK4 step dt = 0.001 s is too long") as e:
+                ld.simulate(*args, integrator="RK4", compiled=compiled, **kw)
+            assert e.value.trajectory is not None and e.value.t < 0.3
+        assert ld.simulate(*args, **kw).completed
+
+
 def test_max_steps_and_interruption_keep_the_trajectory():
     model = ld.examples.four_bar()
     with pytest.raises(ld.SimulationError, match="max_steps") as e:
@@ -643,7 +662,8 @@ def test_simulate_refuses_bad_arguments_before_integrating(kwargs, culprit):
 def test_denoc_warns_off_its_coordinates_and_integrates_in_them_without_fallback(monkeypatch):
     """DeNOC's q̈ is that of the velocity the actuated rates determine: with all
     coordinates integrated the stage velocities send calls to the augmented fallback
-    (warned); in the independent coordinates every call is DeNOC's own."""
+    (warned); in the independent coordinates every call is DeNOC's own.  The Python
+    loop, whose calls the spy sees (the compiled loop takes the same fallback inside)."""
     used = []
     slow = dynamics._forward_dynamics
 
@@ -654,8 +674,10 @@ def test_denoc_warns_off_its_coordinates_and_integrates_in_them_without_fallback
 
     monkeypatch.setattr(dynamics, "_forward_dynamics", spy)
     with pytest.warns(UserWarning, match="partitioning"):
-        ld.simulate(four_bar_90(), t_end=0.2, method="denoc")
+        ld.simulate(four_bar_90(), t_end=0.2, method="denoc", compiled=False)
     assert "augmented" in used
     used.clear()
-    traj = ld.simulate(four_bar_90(), t_end=0.2, method="denoc", stabilization="partitioning")
+    traj = ld.simulate(
+        four_bar_90(), t_end=0.2, method="denoc", stabilization="partitioning", compiled=False
+    )
     assert traj.completed and set(used) <= {"denoc"}

@@ -26,6 +26,8 @@ every joint is Euclidean; with spherical or free joints y = (δ, v), q = qa ⊕ 
 the projection's Newton steps taken on the manifold.  Trees (no closure) run the ABA
 (``dynamics.tree_entry``).
 
+A solve the method cannot finish (singular, inaccurate) is redone by the dense ``augmented``
+entry, ``ld.forward_dynamics``'s fallback (``_solve``).
 Redundant closures: the method solves on the independent rows detected at the start, and
 every evaluation checks the dropped ones (``dynamics.dropped_rows_hold``, the test of
 ``ld.forward_dynamics``, at half its tolerance).  Anything the compiled loop cannot finish
@@ -66,6 +68,7 @@ from loopdyn.kinematics.closures import closure_terms, constraint_entry
 from loopdyn.kinematics.configuration import integrate_kernel
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods import dynamics
+from loopdyn.methods.common import BAD_INPUT, NONFINITE_INPUT
 from loopdyn.methods.dynamics import dropped_rows_hold, method_call
 from loopdyn.model.data import Data
 from loopdyn.sim import dop853
@@ -329,6 +332,24 @@ def _accepted(P, y):
     return y[:n], y[n:]
 
 
+@njit(cache=True, inline="always")  # the method call of _rhs and _record
+def _solve(fn, S, q, v, u, qdd, lam):
+    """q̈ and λ of the method ``fn`` at (q, v, τ = u), as ``ld.forward_dynamics`` answers:
+    where the method's solve fails (singular, inaccurate, not finite) the dense
+    ``augmented`` fallback ``RD[2]`` (its entry on the same workspace; none when the
+    method is augmented), and the dropped rows ``RD[0]`` of redundant closures checked
+    (``dynamics.dropped_rows_hold``).  The quality > 0, the method's status, or
+    ``DROPPED_BROKEN``."""
+    ctx, pb, RD = S[0], S[1], S[7]
+    qi, vi, ui = as_input(q), as_input(v), as_input(u)
+    st = method_call(fn, ctx, pb, qi, vi, ui, qdd, lam)
+    if not st > 0.0 and st != NONFINITE_INPUT and st != BAD_INPUT and RD[2][0] != 0:
+        st = method_call(RD[2], ctx, pb, qi, vi, ui, qdd, lam)
+    if st > 0.0 and RD[0].shape[0] and not dropped_rows_hold(ctx, RD[0], RD[1], q, v, qdd):
+        return DROPPED_BROKEN
+    return st
+
+
 @entry
 def _rhs(fn, S, t, y, f, qdd, lam, u):
     """f = (δ̇, q̈(q, v, τ(t, q, v))) of y = (δ, v), or of y = (δ_i, v_i) when
@@ -340,15 +361,13 @@ def _rhs(fn, S, t, y, f, qdd, lam, u):
     with counting every array of ``S`` and every view cost atomic updates at each stage
     (~0.2 µs of the four-bar's 1.8 µs a stage); ``_baumgarte`` and ``_dependent``,
     which allocate, are ``counted``."""
-    ctx, pb, ctl, tau, act, gains, P, RD = S
+    ctx, _, ctl, tau, act, gains, P, _ = S
     ok, q, v = _state(ctx, S, y)
     if not ok:
         return STATE_FAILED
     if not _tau(ctl, tau, act, t, q, v, u):
         return 0.0
-    st = method_call(fn, ctx, pb, as_input(q), as_input(v), as_input(u), qdd, lam)
-    if st > 0.0 and RD[0].shape[0] and not dropped_rows_hold(ctx, RD[0], RD[1], q, v, qdd):
-        return DROPPED_BROKEN
+    st = _solve(fn, S, q, v, u, qdd, lam)
     if st > 0.0 and gains[2] == 1.0:
         _baumgarte(ctx, q, v, gains, qdd, lam)
     ind = P[0]
@@ -587,7 +606,7 @@ def _record(fn, S, k, t, q, v, O, u):
     (with the Baumgarte terms in that mode), the closure residuals and T + V, into the
     outputs ``O = (Y, QDD, LAM, TAU, RP, RV, EN, COND, REP)``, Y's row (q, v)."""
     Y, QDD, LAM, TAU, RP, RV, EN, COND, _ = O
-    ctx, pb, ctl, tau, act, gains, _, RD = S
+    ctx, _, ctl, tau, act, gains, _, RD = S
     m, d = handles(ctx)
     n, nq = m.nv, q.shape[0]
     for i in range(nq):
@@ -596,12 +615,9 @@ def _record(fn, S, k, t, q, v, O, u):
         Y[k, nq + i] = v[i]
     st = 0.0
     if _tau(ctl, tau, act, t, q, v, u):
-        st = method_call(fn, ctx, pb, as_input(q), as_input(v), as_input(u), QDD[k], LAM[k])
+        st = max(_solve(fn, S, q, v, u, QDD[k], LAM[k]), 0.0)  # 0: the Python loop records it
         if st > 0.0 and RD[0].shape[0]:
-            if not dropped_rows_hold(ctx, RD[0], RD[1], q, v, QDD[k]):
-                st = 0.0  # condition inf: the Python loop records it (run)
-            else:
-                _min_norm_multipliers(ctx, LAM[k])
+            _min_norm_multipliers(ctx, LAM[k])
         if st > 0.0 and gains[2] == 1.0:
             _baumgarte(ctx, q, v, gains, QDD[k], LAM[k])
     for i in range(n):
@@ -790,9 +806,11 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
     known, constraint tol, partitioning 0/1, sign det J_d, repartition cond (0: never),
     run key, repartitions recorded, chart 0/1; the chart's anchor ``qa``, a stage's q
     ``qs``, partitioning's last δ ``dg`` and its rate ``rate``), and the redundant rows
-    ``RD = (dropped, model size)``: every evaluation checks them
+    ``RD = (dropped, model size, fallback)``: every evaluation checks them
     (``dynamics.dropped_rows_hold``; one that fails hands the run back to the Python
-    loop, which re-detects the rank).  The ODE state is
+    loop, which re-detects the rank), and a failed solve is redone by the fallback
+    (``augmented``'s ``method_pointer``; (0, 0): none), as ``ld.forward_dynamics``
+    (``_solve``).  The ODE state is
     y = (δ, v), or y = (δ_i, v_i) when partitioning, with q = δ, or, for a model with
     quaternions (chart 1), q = qa ⊕ δ in a chart re-anchored at every accepted step
     (``loopdyn.sim.charts``, as the Python loop).  Outputs
@@ -1221,7 +1239,10 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     dropped = np.zeros(0, dtype=np.int64)
     if d.rank_info is not None:
         dropped = np.ascontiguousarray(d.rank_info.dropped, dtype=np.int64)
-    RD = (dropped, float(dynamics.model_size(model)))
+    # the dense fallback of a failed solve, as ld.forward_dynamics (DeNOC on the Delta near
+    # its singular poses: J q̈ = γ inaccurate at 5 stages of 0.5 s, answered by augmented)
+    fallback = dynamics.method_pointer("augmented") if m and method != "augmented" else (0, 0)
+    RD = (dropped, float(dynamics.model_size(model)), fallback)
     system = (ctx, pb, ctl, np.ascontiguousarray(tau0, dtype=float), act, gains, P, RD)
     O = (
         np.full((nout, nq + nv), np.nan),  # Y

@@ -306,6 +306,19 @@ class _NotFinite(Exception):
     pass
 
 
+def _rk4_hint(stepper):
+    """What to add to a failure of a fixed-step RK4 run: with no error control a step
+    too long for the motion lands anywhere (random mechanisms at dt = 1e-3 with |v| ~
+    100: energy off by 14 %, a mass matrix evaluated far off the motion, velocities
+    that overflow), so the step may be the cause; '' for the adaptive integrators."""
+    if not isinstance(stepper, RK4Stepper):
+        return ""
+    return (
+        f"; or the fixed RK4 step dt = {stepper.dt:g} s is too long for the motion here: a "
+        "smaller dt, or an adaptive integrator, tells which"
+    )
+
+
 def _named(model, message):
     """``message`` prefixed with the model name unless it already starts with it."""
     return message if message.startswith(f"{model.name}:") else f"{model.name}: {message}"
@@ -462,15 +475,7 @@ class _Run:
             except MobilityChange as e:
                 del self.T[n0:], self.Q[n0:], self.V[n0:]
                 self.k = k0
-                msg = str(e)
-                if isinstance(st, RK4Stepper):
-                    # no error control: a step too long for the motion lands anywhere
-                    # (random mechanisms at dt = 1e-3 with |v| ~ 100: energy off by 14 %)
-                    msg += (
-                        f"; or the fixed RK4 step dt = {st.dt:g} s is too long for the motion "
-                        "here: a smaller dt, or an adaptive integrator, tells which"
-                    )
-                self.fail(SimulationSingularityError, msg, e)
+                self.fail(SimulationSingularityError, str(e) + _rk4_hint(st), e)
             except SingularityError as e:
                 # outputs the failed step recorded inside it are not on the motion
                 del self.T[n0:], self.Q[n0:], self.V[n0:]
@@ -496,15 +501,19 @@ class _Run:
                 if again:
                     st.restart(sy.fun, t0, sy.state(q0, v0), 0.25 * st.h)
                     continue
-                self.fail(SimulationSingularityError, _named(model, str(e)), e)
+                self.fail(SimulationSingularityError, _named(model, str(e)) + _rk4_hint(st), e)
             except IntegratorFailure as e:
                 cond = sy.condition(self.last[1])
                 kind = SimulationSingularityError if cond > 1e8 else SimulationError
                 self.fail(kind, f"{model.name}: the {self.integrator} integrator failed ({e})", e)
             except _NotFinite:
-                self.fail(SimulationError, f"{model.name}: the state is not finite after a step")
+                self.fail(
+                    SimulationError,
+                    f"{model.name}: the state is not finite after a step" + _rk4_hint(st),
+                )
             except (ArithmeticError, ValueError, np.linalg.LinAlgError, LoopdynError) as e:
-                self.fail(SimulationError, _named(model, f"{type(e).__name__}: {e}"), e)
+                msg = _named(model, f"{type(e).__name__}: {e}")
+                self.fail(SimulationError, msg + _rk4_hint(st), e)
             self.stats["steps"] += 1
             self.last = (st.t, q, v)
             if self.k < self.t_out.size and self.t_out[self.k] == st.t:
