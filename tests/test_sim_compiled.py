@@ -196,6 +196,44 @@ def test_a_failed_solve_takes_the_augmented_fallback_inside_the_compiled_loop():
     assert a.residual_position.max() < 1e-11
 
 
+@pytest.mark.parametrize(
+    "case, kw", [((18, 90), {}), ((20, 239), {"stabilization": "partitioning"})]
+)
+def test_the_compiled_monitor_reselects_degenerate_redundant_rows(case, kw):
+    """Random mechanisms whose watched rows (redundant closures: the rows independent at
+    the start) lose rank where J does not, at t ~ 0.01 s: the Python loop's monitor
+    re-selects them (System.mobility_crossed) and so does the compiled one now (it handed
+    the run back): the same steps and states.  (20, 239): with quaternions and
+    partitioning."""
+    import mechanisms as mx
+
+    mech = mx.random_mechanism(case)
+    args = (mech.model, mech.q, mech.v, 0.3)
+    opts = dict(t_eval=31, rtol=1e-10, atol=1e-10, **kw)
+    a = ld.simulate(*args, compiled=True, **opts)
+    b = ld.simulate(*args, compiled=False, **opts)
+    assert ld.constraint_rank(mech.model, mech.q).dropped.size
+    _same_run(a, b)
+
+
+@pytest.mark.parametrize("integrator", ["DOP853", "RK4"])
+def test_a_mechanism_with_no_independent_coordinate_partitions_compiled(integrator):
+    """Random mechanism (24, 13): 4 coordinates, closures of rank 4 (a structure).
+    Partitioning integrates nothing: scipy's solver steps to t_end at once (the compiled
+    loop divided by the empty state's size and handed the run back), RK4 takes its
+    fixed steps; every output is the assembled state, as in the Python loop."""
+    import mechanisms as mx
+
+    mech = mx.random_mechanism((24, 13))
+    assert mech.model.nv == ld.constraint_rank(mech.model, mech.q).rank == 4
+    args = (mech.model, mech.q, mech.v, 0.3)
+    opts = dict(t_eval=31, method="rcr", stabilization="partitioning", integrator=integrator)
+    a = ld.simulate(*args, compiled=True, **opts)
+    b = ld.simulate(*args, compiled=False, **opts)
+    _same_run(a, b)
+    np.testing.assert_allclose(a.q, np.tile(mech.q, (31, 1)), rtol=0, atol=1e-12)
+
+
 @numba.njit
 def _pd(t, q, v):
     """A compiled controller: PD on the crank towards 1 rad plus a time-varying torque."""

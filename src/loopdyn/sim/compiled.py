@@ -31,8 +31,8 @@ entry, ``ld.forward_dynamics``'s fallback (``_solve``).
 Redundant closures: the method solves on the independent rows detected at the start, and
 every evaluation checks the dropped ones (``dynamics.dropped_rows_hold``, the test of
 ``ld.forward_dynamics``, at half its tolerance).  Anything the compiled loop cannot finish
-(a failed solve, a dropped row that does not hold, watched rows that degenerate where J
-does not, a singularity, max_steps, a non-finite state or τ) makes it hand back to the
+(a failed solve, a dropped row that does not hold, a singularity, max_steps, a
+non-finite state or τ) makes it hand back to the
 Python loop, which then produces the documented result or error; so the compiled loop
 changes speed, never outcomes beyond the integrator tolerance.
 Every ``POLL_STEPS`` accepted steps the loop calls back into Python (``_report``, in
@@ -64,7 +64,7 @@ from loopdyn.kernels.numba_internals import (
     unliteral,
 )
 from loopdyn.kernels.views import handles
-from loopdyn.kinematics.closures import closure_terms, constraint_entry
+from loopdyn.kinematics.closures import closure_terms, constraint_entry, constraint_rank
 from loopdyn.kinematics.configuration import integrate_kernel
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods import dynamics
@@ -86,8 +86,8 @@ STATE_FAILED = -1e9  # _rhs: the dependent coordinates could not be recovered (p
 # outcomes of the loop
 (
     DONE, FAILED_SOLVE, NOT_FINITE, SINGULAR, MAX_STEPS, NO_PROJECTION, STEP_TOO_SMALL,
-    REPARTITION, STOPPED, RESELECT,
-) = range(10)  # fmt: skip
+    REPARTITION, STOPPED,
+) = range(9)  # fmt: skip
 DROPPED_BROKEN = -7.0  # _rhs: a dropped (redundant) closure row does not hold: the Python loop
 POLL_STEPS = 16  # accepted steps between two calls back into Python (progress, Ctrl-C)
 
@@ -483,17 +483,17 @@ def _project(ctx, q, v, tol, chart):
 
 
 @njit(cache=True)
-def _frame(ctx, q, Nref):
+def _frame(ctx, q, Nref, rows):
     """``System._mobility_frame``: (ok, N, sign det [J; Nᵀ], sign det [J; N_refᵀ], how
-    much worse the watched rows ``d.rows`` are conditioned than J) at q; with redundant
-    rows ok is J's conditioning (every row), as there."""
+    much worse the watched ``rows`` are conditioned than J) at q; with redundant rows ok
+    is J's conditioning (every row), as there."""
     m, d = handles(ctx)
-    n, r = m.nv, d.nrows
+    n, r = m.nv, rows.shape[0]
     constraint_entry(ctx, as_input(q), as_input(q[:0]), True)
     Jr = np.empty((r, n))
     for a in range(r):
         for j in range(n):
-            Jr[a, j] = d.J[d.rows[a], j]
+            Jr[a, j] = d.J[rows[a], j]
     if r:
         _, sv, Vt = np.linalg.svd(Jr)
         own = sv[r - 1] / sv[0] if sv[0] > 0 else 0.0
@@ -685,6 +685,29 @@ def _candidate(key, q):
     return ind.astype(np.int64), dep.astype(np.int64), rows.astype(np.int64), float(cond)
 
 
+def _independent_rows(key, q):
+    """``ld.constraint_rank(model, q).independent`` for the run registered under ``key``
+    (object mode, where the mobility monitor re-selects its rows)."""
+    model = _MODELS[int(key)]
+    rank = constraint_rank(model, np.array(q), data=model.create_data())
+    return rank.independent.astype(np.int64)
+
+
+@njit(cache=True)
+def _reselect(key, q, watched):
+    """``System.mobility_crossed``'s new watched rows: ld.constraint_rank's independent
+    rows at q (``_independent_rows``, object mode) into ``watched`` if as many; True if
+    taken."""
+    with objmode(rows="int64[:]"):
+        rows = _independent_rows(key, q)
+    if rows.shape[0] != watched.shape[0]:
+        return False
+    for a in range(watched.shape[0]):
+        watched[a] = rows[a]
+    return True
+
+
+_MODELS = {}  # key -> the model of a compiled run (see ``run``)
 _SYSTEMS = {}  # key -> the System of a compiled run that partitions (see ``run``)
 _POLLS = {}  # key -> the _Poll of a compiled run that calls back (see ``run``)
 _KEYS = itertools.count(1)
@@ -875,14 +898,29 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
         k = 1
     N = np.zeros((n, 0))
     sign = 0.0
+    watched = np.empty(d.nrows, dtype=np.int64)  # System.monitor_rows: the start's rows
+    for a in range(d.nrows):
+        watched[a] = d.rows[a]
     if monitor:
-        ok, N, sign, _, _ = _frame(ctx, q0, np.zeros((n, n - d.nrows)))
+        ok, N, sign, _, _ = _frame(ctx, q0, np.zeros((n, n - d.nrows)), watched)
         if not ok:
             return SINGULAR
     if not _rhs(fn, S, t, y, K[0], qdd, lam, u) > 0.0:
         return FAILED_SOLVE
     nfev += 1
     h_abs = dt
+    if adaptive and ny == 0:
+        # nothing to integrate (partitioning a mechanism with no independent coordinate):
+        # scipy's solver steps to t_end at once (OdeSolver.step's empty solver), and every
+        # output is the state its Newton recovers
+        while k < nout:
+            ok, qk, vk = _state(ctx, S, y)
+            if not ok:
+                return FAILED_SOLVE
+            _record(fn, S, k, t_out[k], qk, vk, O, u)
+            k += 1
+        stats[0], stats[1], stats[2], stats[3], stats[4], stats[5] = 1, nfev, 0, k, t_end, 0
+        return DONE
     if adaptive:  # scipy's select_initial_step, error estimator order 4 (RK45) or 7
         d0 = d1 = 0.0
         for i in range(ny):
@@ -1097,13 +1135,14 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
             continue
         qe, ve = _accepted(P, y)
         if monitor:
-            ok, N2, own, ref, worse = _frame(ctx, qe, N)
+            ok, N2, own, ref, worse = _frame(ctx, qe, N, watched)
             if not ok or ref != sign:
                 stats[4] = t0
                 return SINGULAR
-            if worse < 0.5:  # System.mobility_crossed re-selects the watched rows
-                stats[4] = t
-                return RESELECT
+            if worse < 0.5 and _reselect(ps[5], qe, watched):
+                # System.mobility_crossed: the watched rows (of redundant closures) lost
+                # rank where J did not; the next step is watched on the rows independent here
+                ok, N2, own, _, _ = _frame(ctx, qe, N, watched)
             N, sign = N2, own
         restart = False
         if reduced and ps[4] > 0.0 and cond > ps[4]:
@@ -1179,7 +1218,7 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     ctl = 0
     try:
         tau0 = tau_function(model, tau)(0.0, q, v)
-        res = dynamics.forward_dynamics(model, q, v, tau0, method=method, data=d)
+        dynamics.forward_dynamics(model, q, v, tau0, method=method, data=d)
     except (LoopdynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
         return None  # a singular start or a bad τ: the Python loop reports it
     if m == 0:  # a tree: every method is the ABA (ld.forward_dynamics binds none)
@@ -1188,13 +1227,15 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
         bound = d.bound.get(method)
         if bound is not None:
             call = bound[0]
-        elif res.method == method and res.dropped.size:
-            # redundant rows: ld.forward_dynamics keeps no fast path (its answer needs the
-            # dropped-row check); the loop binds the method on the independent rows and
-            # checks the dropped ones itself
-            call = dynamics.BINDERS[method](model, d)
         else:
-            return None
+            # ld.forward_dynamics keeps no fast path where its answer needs the dropped-row
+            # check (redundant rows) or came from its fallback (the method failed at the
+            # start): the loop binds the method on the rows detected at the start and
+            # does the rest itself (_solve)
+            try:
+                call = dynamics.BINDERS[method](model, d)
+            except (LoopdynError, ArithmeticError, ValueError, np.linalg.LinAlgError):
+                return None
         ctx, pb = dynamics.bound_buffers(call)
         fn = dynamics.method_pointer(method)
     t_out = a["t_out"]
@@ -1255,6 +1296,7 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     stats = np.zeros(6)
     y0 = np.concatenate([q, v])
     poll = _POLLS[key] = _Poll(progress, float(t_out[-1]))
+    _MODELS[key] = model
     opts[8] = float(poll.arm() or progress is not None)
     try:
         out = loop(fn, system, y0, t_out, opts, bool(monitor and m > 0), O, stats)
@@ -1264,6 +1306,7 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
         poll.disarm()
         _SYSTEMS.pop(key, None)
         _POLLS.pop(key, None)
+        _MODELS.pop(key, None)
     if poll.error is not None:
         raise poll.error
     if out == STOPPED or poll.interrupted:
