@@ -57,6 +57,34 @@ def test_forward_batch_spatial_ladder_and_threads(monkeypatch):
         np.testing.assert_allclose(a.qdd[i], one.qdd, rtol=1e-12, atol=1e-12)
 
 
+def test_forward_batch_keeps_its_template_per_model_and_method():
+    """The bound entry a batch makes (a Data, a first single call, the rank detection:
+    ~300 µs) is kept per model and method (``batch._TEMPLATES``, weak): a later batch,
+    also one whose first states are singular, starts from it and still equals the
+    single calls; the model is freed with its template."""
+    import gc
+    import weakref
+
+    model = flat_four_bar()
+    Q, V, TAU = _states(model, 6, 3)
+    a = ld.forward_dynamics_batch(model, Q, V, TAU, method="slm")
+    call = ld.batch._TEMPLATES[model]["slm"]
+    Q2 = np.vstack([np.zeros((3, 3)), Q])  # three singular states first (pivots collinear)
+    V2 = np.vstack([np.tile([1.0, -1.5, 0.0], (3, 1)), V])
+    TAU2 = np.vstack([np.zeros((3, 3)), TAU])
+    b = ld.forward_dynamics_batch(model, Q2, V2, TAU2, method="slm", on_error="report")
+    assert ld.batch._TEMPLATES[model]["slm"] is call
+    assert b.failed.tolist() == [0, 1, 2] and b.fallbacks == 3
+    np.testing.assert_array_equal(b.qdd[3:], a.qdd)
+    for i in range(6):
+        one = ld.forward_dynamics(model, Q[i], V[i], TAU[i], method="slm", data=model.create_data())
+        np.testing.assert_allclose(a.qdd[i], one.qdd, rtol=1e-13, atol=1e-13)
+    ref = weakref.ref(model)
+    del model, a, b
+    gc.collect()
+    assert ref() is None
+
+
 def test_forward_batch_broadcasts_tau_and_accepts_lists(four_bar):
     model, Q, V, _ = four_bar
     tau = np.array([1.0, 0.0, 0.0])
