@@ -32,9 +32,9 @@ Redundant closures: the method solves on the independent rows detected at the st
 every evaluation checks the dropped ones (``dynamics.dropped_rows_hold``, the test of
 ``ld.forward_dynamics``, at half its tolerance).  Anything the compiled loop cannot finish
 (a failed solve, a dropped row that does not hold, a singularity, max_steps, a
-non-finite state or τ) makes it hand back to the
-Python loop, which then produces the documented result or error; so the compiled loop
-changes speed, never outcomes beyond the integrator tolerance.
+non-finite state or τ) makes it hand back to the Python loop, which then produces the
+documented result or error; so the compiled loop changes speed, never outcomes beyond
+the integrator tolerance.
 Every ``POLL_STEPS`` accepted steps the loop calls back into Python (``_report``, in
 numba's object mode, ~1 µs): the ``progress`` callback of ``ld.simulate``, and Ctrl-C,
 which a run on the main thread turns into a flag while it lasts (``_Poll``) so that it
@@ -359,8 +359,8 @@ def _rhs(fn, S, t, y, f, qdd, lam, u):
     cannot be recovered, 0 where the controller's τ is unusable).  Compiled as an entry,
     without reference counting (``numba_internals.entry``): it allocates nothing, and
     with counting every array of ``S`` and every view cost atomic updates at each stage
-    (~0.2 µs of the four-bar's 1.8 µs a stage); ``_baumgarte`` and ``_dependent``,
-    which allocate, are ``counted``."""
+    (~0.2 µs of the four-bar's 1.8 µs a stage); ``_baumgarte``, ``_dependent`` and
+    ``dynamics.dropped_rows_hold``, which allocate, are ``counted``."""
     ctx, _, ctl, tau, act, gains, P, _ = S
     ok, q, v = _state(ctx, S, y)
     if not ok:
