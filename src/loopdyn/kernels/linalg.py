@@ -160,3 +160,52 @@ def lu_inverse_norm(A, n, w):
         w[i] = s / A[i, i]
         znorm += abs(w[i])
     return znorm / ynorm
+
+
+@njit(cache=True)
+def qr_lstsq(A, B):
+    """Least squares of A X = B for A (n × r) of full column rank (r <= n) by Householder
+    QR: A and B (n × k) are overwritten (R in A's upper triangle), X in B[:r].  Returns
+    min/max |R_ii| (0: A is rank deficient).  For the dependence of redundant closure
+    rows, J_dᵀ = J_kᵀ C (the compiled simulation loop: numpy's lstsq compiled there cost
+    seconds of its cold start; the kept rows are independent, so no rank cut is needed)."""
+    n, r = A.shape[0], A.shape[1]
+    k = B.shape[1]
+    rmin, rmax = 1e300, 0.0
+    for j in range(r):
+        s = 0.0
+        for i in range(j, n):
+            s += A[i, j] * A[i, j]
+        norm = s**0.5
+        if norm == 0.0:
+            return 0.0
+        alpha = -norm if A[j, j] >= 0.0 else norm
+        # v = x - alpha e1 (in A[j:, j]), vᵀv = 2 norm (norm + |x_j|)
+        A[j, j] -= alpha
+        vv = 2.0 * norm * (norm + abs(A[j, j] + alpha))
+        for c in range(j + 1, r):
+            t = 0.0
+            for i in range(j, n):
+                t += A[i, j] * A[i, c]
+            t *= 2.0 / vv
+            for i in range(j, n):
+                A[i, c] -= t * A[i, j]
+        for c in range(k):
+            t = 0.0
+            for i in range(j, n):
+                t += A[i, j] * B[i, c]
+            t *= 2.0 / vv
+            for i in range(j, n):
+                B[i, c] -= t * A[i, j]
+        A[j, j] = alpha
+        rmin = min(rmin, abs(alpha))
+        rmax = max(rmax, abs(alpha))
+    for c in range(k):  # R X = (Qᵀ B)[:r]
+        for j in range(r - 1, -1, -1):
+            t = B[j, c]
+            for i in range(j + 1, r):
+                t -= A[j, i] * B[i, c]
+            B[j, c] = t / A[j, j]
+    if r == 0:
+        return 1.0
+    return rmin / rmax

@@ -587,12 +587,38 @@ def call_controller_at(typingctx, addr, t, q, v, out, act):
     return None if sig is None else (sig, _call_codegen(types.boolean, CONTROLLER))
 
 
+# the compiled simulation loop's checks of redundant closure rows, compiled only for a
+# model that has some (they cost ~4 s of the loop's cold compile): (workspace, dropped
+# rows, model size, q, v, q̈) -> the dropped rows hold, and (workspace, dropped rows, λ)
+# -> λ over every row
+DROPPED_CHECK = (BUF, INT_OUT, types.float64, IN, IN, IN)
+DROPPED_LAMBDA = (BUF, INT_OUT, OUT)
+
+
+@intrinsic
+def call_check_at(typingctx, addr, ctx, dropped, size, q, v, qdd):
+    """``check(ctx, dropped, size, q, v, qdd)`` -> bool of a function compiled for
+    ``DROPPED_CHECK`` at ``addr`` (``address_of``), from compiled code."""
+    sig = _call_type(types.boolean, addr, (ctx, dropped, size, q, v, qdd), DROPPED_CHECK)
+    return None if sig is None else (sig, _call_codegen(types.boolean, DROPPED_CHECK))
+
+
+@intrinsic
+def call_lambda_at(typingctx, addr, ctx, dropped, lam):
+    """``f(ctx, dropped, lam)`` -> bool of a function compiled for ``DROPPED_LAMBDA`` at
+    ``addr``, from compiled code."""
+    sig = _call_type(types.boolean, addr, (ctx, dropped, lam), DROPPED_LAMBDA)
+    return None if sig is None else (sig, _call_codegen(types.boolean, DROPPED_LAMBDA))
+
+
 # an input (fext) of two dimensions
 IN2 = types.Array(types.float64, 2, "A", readonly=True)
 
 __all__ = [
     "BUF",
     "CONTROLLER",
+    "DROPPED_CHECK",
+    "DROPPED_LAMBDA",
     "IN",
     "IN2",
     "INT_OUT",
@@ -607,7 +633,9 @@ __all__ = [
     "builtin_forwarder",
     "call_at",
     "call_at_planned",
+    "call_check_at",
     "call_controller_at",
+    "call_lambda_at",
     "entry",
     "entry_pointer",
     "install_cache_locator",

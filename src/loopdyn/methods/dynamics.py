@@ -24,6 +24,7 @@ from numba import njit, types
 
 from loopdyn.errors import SingularityError
 from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
+from loopdyn.kernels.linalg import qr_lstsq
 from loopdyn.kernels.numba_internals import (
     BUF,
     IN,
@@ -43,6 +44,7 @@ from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import (
     RankInfo,
     closure_terms,
+    constraint_entry,
     constraint_kernel,
     constraint_rank,
     rank_tolerance,
@@ -407,32 +409,48 @@ def model_size(model):
 DROPPED_MARGIN = 0.5
 
 
+@njit(cache=True)
+def dependence(d, dropped):
+    """C (r × nd) with J_d = Cᵀ J_k: the dropped rows ``dropped`` of ``d.J`` as
+    combinations of the kept rows ``d.rows`` (least squares, Householder QR: the kept
+    rows are independent, and numpy's lstsq compiled into the simulation loop cost ~5 s
+    of its cold start).  A (0 × nd) array where the kept rows are rank deficient."""
+    J, rows = d.J, d.rows
+    n, r, nd = J.shape[1], d.nrows, dropped.shape[0]
+    Jk = np.empty((n, r))
+    Jd = np.empty((n, nd))
+    for a in range(r):
+        for j in range(n):
+            Jk[j, a] = J[rows[a], j]
+    for b in range(nd):
+        for j in range(n):
+            Jd[j, b] = J[dropped[b], j]
+    if r and qr_lstsq(Jk, Jd) == 0.0:
+        return np.zeros((0, nd))
+    return Jd[:r].copy()
+
+
 @counted
 def dropped_rows_hold(ctx, dropped, size, q, v, qdd):
     """``_broken_rows``'s test of the dropped rows in compiled code, for the compiled
     simulation loop: True if every row of ``dropped`` holds J q̈ = γ at (q, v) to
     ``DROPPED_MARGIN`` times ``_broken_rows``'s tolerance (the same terms: C by least
-    squares with numpy's cut-off, |C| times the kept rows' residuals, 20 RESIDUAL_TOL of
+    squares, ``dependence``), |C| times the kept rows' residuals, 20 RESIDUAL_TOL of
     the row's scale and the allowance off the manifold).  False sends the caller to
     ``ld.forward_dynamics``'s checked path (its second test, re-detection, errors), so
     this test is never laxer than that one.  ``size``: ``model_size``.  Recomputes Φ,
     J and γ at (q, v) into ``ctx``'s workspace; kept rows: ``d.rows``."""
     m, d = handles(ctx)
-    constraint_kernel(m, d, as_input(q), as_input(v), True)
+    # the entry (compiled once, without reference counting, and shared with the loop's
+    # other callers), not constraint_kernel: compiled again under this function's flags
+    # it cost seconds of the loop's cold start
+    constraint_entry(ctx, as_input(q), as_input(v), True)
     n, nr, rows = m.nv, m.nr, d.rows
     r, nd = rows.shape[0], dropped.shape[0]
     J, g = d.J, d.gamma
-    C = np.zeros((r, nd))  # J_d = Cᵀ J_k (least squares)
-    if r:
-        Jk = np.empty((n, r))
-        Jd = np.empty((n, nd))
-        for a in range(r):
-            for j in range(n):
-                Jk[j, a] = J[rows[a], j]
-        for b in range(nd):
-            for j in range(n):
-                Jd[j, b] = J[dropped[b], j]
-        C = np.linalg.lstsq(Jk, Jd, np.finfo(np.float64).eps * max(n, r))[0]
+    C = dependence(d, dropped)
+    if C.shape[0] != r:  # the kept rows lost rank here
+        return False
     vmax = 0.0
     qmax = 0.0
     for j in range(n):

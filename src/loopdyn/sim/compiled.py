@@ -56,9 +56,13 @@ from loopdyn.errors import LoopdynError, SimulationInterrupted
 from loopdyn.kernels.linalg import cholesky_inplace, cholesky_solve
 from loopdyn.kernels.numba_internals import (
     CONTROLLER,
+    DROPPED_CHECK,
+    DROPPED_LAMBDA,
     address_of,
     as_input,
+    call_check_at,
     call_controller_at,
+    call_lambda_at,
     counted,
     entry,
     unliteral,
@@ -69,7 +73,7 @@ from loopdyn.kinematics.configuration import integrate_kernel
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods import dynamics
 from loopdyn.methods.common import BAD_INPUT, NONFINITE_INPUT
-from loopdyn.methods.dynamics import dropped_rows_hold, method_call
+from loopdyn.methods.dynamics import dependence, method_call
 from loopdyn.model.data import Data
 from loopdyn.sim import dop853
 from loopdyn.sim.charts import chart_rate_kernel
@@ -338,15 +342,16 @@ def _solve(fn, S, q, v, u, qdd, lam):
     where the method's solve fails (singular, inaccurate, not finite) the dense
     ``augmented`` fallback ``RD[2]`` (its entry on the same workspace; none when the
     method is augmented), and the dropped rows ``RD[0]`` of redundant closures checked
-    (``dynamics.dropped_rows_hold``).  The quality > 0, the method's status, or
-    ``DROPPED_BROKEN``."""
+    (``dynamics.dropped_rows_hold`` at the address ``RD[3]``, compiled only for a model
+    with dropped rows).  The quality > 0, the method's status, or ``DROPPED_BROKEN``."""
     ctx, pb, RD = S[0], S[1], S[7]
     qi, vi, ui = as_input(q), as_input(v), as_input(u)
     st = method_call(fn, ctx, pb, qi, vi, ui, qdd, lam)
     if not st > 0.0 and st != NONFINITE_INPUT and st != BAD_INPUT and RD[2][0] != 0:
         st = method_call(RD[2], ctx, pb, qi, vi, ui, qdd, lam)
-    if st > 0.0 and RD[0].shape[0] and not dropped_rows_hold(ctx, RD[0], RD[1], q, v, qdd):
-        return DROPPED_BROKEN
+    if st > 0.0 and RD[0].shape[0]:
+        if not call_check_at(RD[3], ctx, RD[0], RD[1], qi, vi, as_input(qdd)):
+            return DROPPED_BROKEN
     return st
 
 
@@ -616,8 +621,8 @@ def _record(fn, S, k, t, q, v, O, u):
     st = 0.0
     if _tau(ctl, tau, act, t, q, v, u):
         st = max(_solve(fn, S, q, v, u, QDD[k], LAM[k]), 0.0)  # 0: the Python loop records it
-        if st > 0.0 and RD[0].shape[0]:
-            _min_norm_multipliers(ctx, LAM[k])
+        if st > 0.0 and RD[0].shape[0] and not call_lambda_at(RD[4], ctx, RD[0], LAM[k]):
+            st = 0.0
         if st > 0.0 and gains[2] == 1.0:
             _baumgarte(ctx, q, v, gains, QDD[k], LAM[k])
     for i in range(n):
@@ -658,23 +663,40 @@ def _record(fn, S, k, t, q, v, O, u):
 
 
 @njit(cache=True)
-def _min_norm_multipliers(ctx, lam):
-    """λ over every closure row from the method's λ on the independent rows ``d.rows``
-    (lam[:r]): the minimum-norm multipliers with the same Jᵀλ, least squares with numpy's
-    cut-off (``ld.forward_dynamics``'s report).  J as ``dropped_rows_hold`` left it."""
-    m, d = handles(ctx)
-    n, nr, r = m.nv, m.nr, d.nrows
-    JT = np.empty((n, nr))
-    f = np.zeros(n)
-    for i in range(nr):
-        for j in range(n):
-            JT[j, i] = d.J[i, j]
+def _min_norm_multipliers(ctx, dropped, lam):
+    """λ over every closure row (row order) from the method's μ on the independent rows
+    ``d.rows`` (lam[:r]): the minimum-norm multipliers with the same Jᵀλ = J_kᵀμ, as
+    ``ld.forward_dynamics`` reports them.  With J_d = Cᵀ J_k (``dependence``) every
+    answer has λ_k + C λ_d = μ; the least-norm one is λ_d = (CᵀC + I)⁻¹ Cᵀ μ,
+    λ_k = μ - C λ_d (Cholesky of a matrix >= I).  J as ``dropped_rows_hold`` left it."""
+    _, d = handles(ctx)
+    r, nd = d.nrows, dropped.shape[0]
+    C = dependence(d, dropped)
+    if C.shape[0] != r:
+        return False
+    mu = lam[:r].copy()
+    G = np.empty((nd, nd))
+    ld = np.empty(nd)
+    for b in range(nd):
+        s = 0.0
+        for a in range(r):
+            s += C[a, b] * mu[a]
+        ld[b] = s
+        for c in range(nd):
+            t = 1.0 if b == c else 0.0
+            for a in range(r):
+                t += C[a, b] * C[a, c]
+            G[b, c] = t
+    cholesky_inplace(G, nd)
+    cholesky_solve(G, nd, ld)
     for a in range(r):
-        for j in range(n):
-            f[j] += d.J[d.rows[a], j] * lam[a]
-    x = np.linalg.lstsq(JT, f, np.finfo(np.float64).eps * max(n, nr))[0]
-    for i in range(nr):
-        lam[i] = x[i]
+        s = mu[a]
+        for b in range(nd):
+            s -= C[a, b] * ld[b]
+        lam[d.rows[a]] = s
+    for b in range(nd):
+        lam[dropped[b]] = ld[b]
+    return True
 
 
 def _candidate(key, q):
@@ -829,8 +851,9 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
     known, constraint tol, partitioning 0/1, sign det J_d, repartition cond (0: never),
     run key, repartitions recorded, chart 0/1; the chart's anchor ``qa``, a stage's q
     ``qs``, partitioning's last δ ``dg`` and its rate ``rate``), and the redundant rows
-    ``RD = (dropped, model size, fallback)``: every evaluation checks them
-    (``dynamics.dropped_rows_hold``; one that fails hands the run back to the Python
+    ``RD = (dropped, model size, fallback, check, multipliers)``: every evaluation checks
+    them (``dynamics.dropped_rows_hold`` at the address ``check``, the outputs' λ by
+    ``_min_norm_multipliers`` at ``multipliers``; one that fails hands the run back to the Python
     loop, which re-detects the rank), and a failed solve is redone by the fallback
     (``augmented``'s ``method_pointer``; (0, 0): none), as ``ld.forward_dynamics``
     (``_solve``).  The ODE state is
@@ -1283,7 +1306,14 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     # the dense fallback of a failed solve, as ld.forward_dynamics (DeNOC on the Delta near
     # its singular poses: J q̈ = γ inaccurate at 5 stages of 0.5 s, answered by augmented)
     fallback = dynamics.method_pointer("augmented") if m and method != "augmented" else (0, 0)
-    RD = (dropped, float(dynamics.model_size(model)), fallback)
+    check = multipliers = 0  # their addresses: compiled only where rows are dropped
+    if dropped.size:
+        for fn_, sig in ((dynamics.dropped_rows_hold, DROPPED_CHECK),
+                         (_min_norm_multipliers, DROPPED_LAMBDA)):  # fmt: skip
+            fn_.compile(sig)  # or loaded from the cache
+        check = address_of(dynamics.dropped_rows_hold, DROPPED_CHECK)
+        multipliers = address_of(_min_norm_multipliers, DROPPED_LAMBDA)
+    RD = (dropped, float(dynamics.model_size(model)), fallback, check, multipliers)
     system = (ctx, pb, ctl, np.ascontiguousarray(tau0, dtype=float), act, gains, P, RD)
     O = (
         np.full((nout, nq + nv), np.nan),  # Y
