@@ -101,6 +101,14 @@ def main():
     if a.show is not None:
         print(mx.random_mechanism((a.seed, a.show)).code())
         return
+    # compile (or load) the loops first: the first run would count their compilation
+    # (30 s on an empty numba cache) as a slow run
+    try:
+        ld.simulate(ld.examples.four_bar(), t_end=0.01, method=a.method,
+                    integrator=a.integrator, stabilization=a.stabilization,
+                    compiled=False if a.python_loop else None)  # fmt: skip
+    except ld.LoopdynError:
+        pass
     counts = dict.fromkeys(KINDS, 0)
     walls = []
     compiled = 0
