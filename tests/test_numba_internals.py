@@ -415,6 +415,7 @@ _SEVERAL_SIGNATURES = {
     "loopdyn.sim.compiled._put": "float and int vectors",
     "loopdyn.sim.compiled._repartition": "its object-mode block and itself",
     "loopdyn.sim.compiled._checkpoint": "its object-mode block and itself",
+    "loopdyn.sim.compiled._reselect": "its object-mode block and itself",
 }
 
 
