@@ -2442,18 +2442,24 @@ def test_sslm_sees_gicm_pivots_that_spread_across_blocks():
             assert d.diag[0] < 1e-9 and d.diag[3] >= 1
 
 
+def _every_method_names_the_violated_rows(name, closures):
+    """The state of ``tests/data/<name>`` has no solution (the oracle: inconsistent), and
+    every method raises the SingularityError naming the ``closures`` whose rows fail."""
+    mech = _data_case(name)
+    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
+    assert not o.consistent
+    for method in mx.METHODS:
+        out = mx.judge(mech, method, o, data=mech.model.create_data())
+        assert out.kind == mx.NAMED and f"violates the rows of {closures}" in out.message, out
+
+
 def test_a_vacuous_dropped_row_is_checked_at_its_own_scale():
     """Seed 20261172 (``tests/data/hypothesis_20261172.mech``): c0's and c3's dropped rows
     are vacuous (|J_d| 6e-17) but their γ is 0.0101: no q̈ satisfies them.  Checked at the
     largest |J_d| of the dropped rows (0.84) times augmented's acceleration scale (1.5e6),
     they passed and every method answered, 0.0101 off those rows.  Each dropped row is
     now checked at its own scale: every method raises a SingularityError naming c0, c3."""
-    mech = _data_case("hypothesis_20261172.mech")
-    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
-    assert not o.consistent
-    for method in mx.METHODS:
-        out = mx.judge(mech, method, o, data=mech.model.create_data())
-        assert out.kind == mx.NAMED and "violates the rows of c0, c3" in out.message, out
+    _every_method_names_the_violated_rows("hypothesis_20261172.mech", "c0, c3")
 
 
 def test_a_dropped_row_judged_at_an_overestimated_scale():
@@ -2462,12 +2468,7 @@ def test_a_dropped_row_judged_at_an_overestimated_scale():
     passed the dropped-row check at |J_d| times augmented's acceleration scale 1.76e6
     ((|φ| + |J||λ|)/min M_ii, a 1 g body) against |q̈| ~ 27, and every method answered.
     Every method must raise a SingularityError that names the closures."""
-    mech = _data_case("hypothesis_20261172b.mech")
-    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
-    assert not o.consistent
-    for method in mx.METHODS:
-        out = mx.judge(mech, method, o, data=mech.model.create_data())
-        assert out.kind == mx.NAMED and "violates the rows of c0, c3" in out.message, out
+    _every_method_names_the_violated_rows("hypothesis_20261172b.mech", "c0, c3")
 
 
 def test_dependent_rows_inconsistent_at_second_order():
@@ -2475,12 +2476,7 @@ def test_dependent_rows_inconsistent_at_second_order():
     their γ does not (γ_d - C γ_k = 2.2e-5): no q̈ satisfies every row.  The violation,
     3.5e-9..5.5e-9 of the rows' scale, passed the dropped-row check at 1e-8 and every
     method answered; at the oracle's 1e-9 every method names c3 and c4."""
-    mech = _data_case("hypothesis_20261178.mech")
-    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
-    assert not o.consistent
-    for method in mx.METHODS:
-        out = mx.judge(mech, method, o, data=mech.model.create_data())
-        assert out.kind == mx.NAMED and "violates the rows of c3, c4" in out.message, out
+    _every_method_names_the_violated_rows("hypothesis_20261178.mech", "c3, c4")
 
 
 def test_a_row_of_5e_12_that_holds_at_its_own_scale_is_dropped():

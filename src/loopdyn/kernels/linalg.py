@@ -162,6 +162,17 @@ def lu_inverse_norm(A, n, w):
     return znorm / ynorm
 
 
+@njit(cache=True, inline="always")
+def _reflect(A, j, vv, X, c):
+    """X[j:, c] ← (I - 2 v vᵀ / vv) X[j:, c] for the Householder vector v in A[j:, j]."""
+    t = 0.0
+    for i in range(j, A.shape[0]):
+        t += A[i, j] * X[i, c]
+    t *= 2.0 / vv
+    for i in range(j, A.shape[0]):
+        X[i, c] -= t * A[i, j]
+
+
 @njit(cache=True)
 def qr_lstsq(A, B):
     """Least squares of A X = B for A (n × r) of full column rank (r <= n) by Householder
@@ -184,19 +195,9 @@ def qr_lstsq(A, B):
         A[j, j] -= alpha
         vv = 2.0 * norm * (norm + abs(A[j, j] + alpha))
         for c in range(j + 1, r):
-            t = 0.0
-            for i in range(j, n):
-                t += A[i, j] * A[i, c]
-            t *= 2.0 / vv
-            for i in range(j, n):
-                A[i, c] -= t * A[i, j]
+            _reflect(A, j, vv, A, c)
         for c in range(k):
-            t = 0.0
-            for i in range(j, n):
-                t += A[i, j] * B[i, c]
-            t *= 2.0 / vv
-            for i in range(j, n):
-                B[i, c] -= t * A[i, j]
+            _reflect(A, j, vv, B, c)
         A[j, j] = alpha
         rmin = min(rmin, abs(alpha))
         rmax = max(rmax, abs(alpha))
