@@ -4,11 +4,13 @@ If a numba release changes one of them, these tests fail with a message that say
 which, instead of loopdyn silently getting slower or wrong.
 """
 
+import sys
 import timeit
 
 import numpy as np
 import pytest
 from numba import njit, types
+from numba.core.errors import TypingError
 
 from loopdyn.kernels import numba_internals as ni
 
@@ -36,6 +38,27 @@ def test_block_views_share_memory_and_reinterpret_ints():
     assert b.dtype == np.int64 and list(b) == [7, -3]
     a[0, 0] = 42.0
     assert buf[2] == 42.0
+
+
+def test_row_views_share_memory_and_hold_no_reference():
+    @njit
+    def rows(A):
+        s = 0.0
+        for i in range(A.shape[0]):
+            r = ni.row(A, i)
+            r[0] += 1.0
+            s += r[r.shape[0] - 1]
+        return s, ni.row(A, 1).shape[0]
+
+    A = np.arange(12.0).reshape(4, 3)
+    before = sys.getrefcount(A)
+    s, n = rows(A)
+    assert s == 2.0 + 5.0 + 8.0 + 11.0 and n == 3
+    np.testing.assert_array_equal(A[:, 0], [1.0, 4.0, 7.0, 10.0])
+    assert sys.getrefcount(A) == before
+    # C-contiguous 2-D arrays only
+    with pytest.raises(TypingError):
+        njit(lambda A: ni.row(A, 0))(np.zeros((2, 2), order="F"))
 
 
 def test_as_input_retypes_without_copy():

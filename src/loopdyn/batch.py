@@ -33,7 +33,7 @@ from numba import njit, prange
 
 from loopdyn.analysis.inverse import _indices
 from loopdyn.errors import BatchInterrupted, LoopdynError, SingularityError
-from loopdyn.kernels.numba_internals import as_input
+from loopdyn.kernels.numba_internals import as_input, row
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import constraint_entry
 from loopdyn.methods import dynamics
@@ -99,8 +99,9 @@ def _fd_rows(fn, ctx, pb, Q, V, TAU, QDD, LAM, ST, lo, hi):
     """Forward dynamics of rows [lo, hi) with the method ``fn``
     (``dynamics.method_pointer``) on one workspace."""
     for i in range(lo, hi):
-        q, v, tau = as_input(Q[i]), as_input(V[i]), as_input(TAU[i])
-        ST[i] = method_call(fn, ctx, pb, q, v, tau, QDD[i], LAM[i])
+        # row(): views without reference counts (numba_internals, item 3)
+        q, v, tau = as_input(row(Q, i)), as_input(row(V, i)), as_input(row(TAU, i))
+        ST[i] = method_call(fn, ctx, pb, q, v, tau, row(QDD, i), row(LAM, i))
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -110,14 +111,14 @@ def _fd_parallel(fn, CTX, PB, Q, V, TAU, QDD, LAM, ST):
     nc = CTX.shape[0]
     for c in prange(nc):
         lo, hi = _chunk(c, nc, Q.shape[0])
-        _fd_rows(fn, CTX[c], PB[c], Q, V, TAU, QDD, LAM, ST, lo, hi)
+        _fd_rows(fn, row(CTX, c), row(PB, c), Q, V, TAU, QDD, LAM, ST, lo, hi)
 
 
 @njit(cache=True, nogil=True)
 def _fd_serial(fn, CTX, PB, Q, V, TAU, QDD, LAM, ST):
     """``_fd_parallel`` in the calling thread on CTX[0], PB[0] (one chunk: no thread
     team to start and join)."""
-    _fd_rows(fn, CTX[0], PB[0], Q, V, TAU, QDD, LAM, ST, 0, Q.shape[0])
+    _fd_rows(fn, row(CTX, 0), row(PB, 0), Q, V, TAU, QDD, LAM, ST, 0, Q.shape[0])
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -125,14 +126,14 @@ def _tree_chunks(inverse, CTX, Q, V, X, OUTS, ST):
     """``aba0_entry`` (q, v, τ -> q̈) or ``rnea0_entry`` (q, v, a -> τ) on every row."""
     nc = CTX.shape[0]
     for c in prange(nc):
-        ctx = CTX[c]
+        ctx = row(CTX, c)
         lo, hi = _chunk(c, nc, Q.shape[0])
         for i in range(lo, hi):
-            q, v, x = as_input(Q[i]), as_input(V[i]), as_input(X[i])
+            q, v, x = as_input(row(Q, i)), as_input(row(V, i)), as_input(row(X, i))
             if inverse:
-                ST[i] = rnea0_entry(ctx, q, v, x, OUTS[i])
+                ST[i] = rnea0_entry(ctx, q, v, x, row(OUTS, i))
             else:
-                ST[i] = aba0_entry(ctx, q, v, x, OUTS[i])
+                ST[i] = aba0_entry(ctx, q, v, x, row(OUTS, i))
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -145,7 +146,7 @@ def _inverse_chunks(CTX, Q, V, QDD, act, tol, closure_tol, TAU, LAM, ST):
     nc = CTX.shape[0]
     na = act.shape[0]
     for c in prange(nc):
-        ctx = CTX[c]
+        ctx = row(CTX, c)
         m, d = handles(ctx)
         nv, nm = m.nv, m.nr
         A = np.zeros((nv, na + nm))
@@ -153,7 +154,7 @@ def _inverse_chunks(CTX, Q, V, QDD, act, tol, closure_tol, TAU, LAM, ST):
         rcond = np.finfo(np.float64).eps * max(nv, na + nm)
         lo, hi = _chunk(c, nc, Q.shape[0])
         for i in range(lo, hi):
-            q, v, a = as_input(Q[i]), as_input(V[i]), as_input(QDD[i])
+            q, v, a = as_input(row(Q, i)), as_input(row(V, i)), as_input(row(QDD, i))
             if rnea0_entry(ctx, q, v, a, b) != -1:
                 ST[i] = -2.0
                 continue
