@@ -46,7 +46,7 @@ def state_status(m, q, v, a, nv_v, nv_a):
         return STATE_BAD
     if not (all_finite(q) and all_finite(v) and all_finite(a)):
         return STATE_NONFINITE
-    if bad_quaternion(m.topo, q) >= 0:
+    if m.nq != m.nv and bad_quaternion(m.topo, q) >= 0:  # nq = nv: no quaternion
         return STATE_BAD
     return STATE_OK
 

@@ -37,22 +37,28 @@ def cholesky_inplace(A, n):
 
 @njit(cache=True)
 def forward_subst(L, n, b):
-    """b ← L⁻¹ b (L lower triangular)."""
+    """b ← L⁻¹ b (L lower triangular).
+
+    Multiplies by 1/L_ii: the reciprocal does not wait for the substitution, so the
+    chain from one unknown to the next holds a multiplication, not a division (~4
+    against ~14 cycles; on the four-bar's SLM about 20 such steps a call)."""
     for i in range(n):
+        inv = 1.0 / L[i, i]
         s = b[i]
         for k in range(i):
             s -= L[i, k] * b[k]
-        b[i] = s / L[i, i]
+        b[i] = s * inv
 
 
 @njit(cache=True)
 def backward_subst_t(L, n, b):
-    """b ← L⁻ᵀ b (L lower triangular, so Lᵀ upper)."""
+    """b ← L⁻ᵀ b (L lower triangular, so Lᵀ upper); 1/L_ii as ``forward_subst``."""
     for i in range(n - 1, -1, -1):
+        inv = 1.0 / L[i, i]
         s = b[i]
         for k in range(i + 1, n):
             s -= L[k, i] * b[k]
-        b[i] = s / L[i, i]
+        b[i] = s * inv
 
 
 @njit(cache=True)
