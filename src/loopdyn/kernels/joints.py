@@ -142,12 +142,22 @@ def body_velocity(m, d, i, v):
 
 # compiled once and called (not inline="always"): body_velocity (inlined into the
 # velocity passes, so one call per body as before) and the closures' relative motions
-# each held a copy, ~2 s of a cold start's compilation
+# each held a copy, ~2 s of a cold start's compilation; only fk_kernel, the pass every
+# method starts with, inlines it (``joint_velocity_inline``)
 @njit(cache=True)
 def joint_velocity(m, d, i, v, V, C, root):
     """``V[i]`` = iXλ V_λ + S q̇ and ``C[i]`` = V ×m (S q̇) + Ṡ q̇ (body frame), with
     V_λ = 0 where λ is body ``root`` or the ground: body i's motion relative to
     ``root`` (-1: the absolute motion, ``body_velocity``)."""
+    joint_velocity_inline(m, d, i, v, V, C, root)
+
+
+# fk_kernel's body loop inlines it: the call per body cost ~17 ns of the four-bar's
+# ~60 (its array arguments pass through memory); the velocity pass of fk went
+# 105 -> 55 ns for the four-bar's three bodies
+@njit(cache=True, inline="always")
+def joint_velocity_inline(m, d, i, v, V, C, root):
+    """``joint_velocity`` for the one loop that inlines it (``fk_kernel``)."""
     topo, Xrel, S = m.topo, d.Xrel, d.S
     lam = topo[i, 0]
     iv = topo[i, 3]

@@ -66,7 +66,7 @@ def bias_accelerations(m, d):
         _bias_step(m, d, i, d.A, d.C, -1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _point_motion(b, lever, Xw, V, A, out):
     """World ω, v, α, a (classical) of the point of body b at ``lever`` = P - o_b
     (world axes) from its origin into ``out`` rows 0–3 (ground, b < 0: zeros)."""
@@ -97,7 +97,7 @@ def _point_motion(b, lever, Xw, V, A, out):
         out[3, k] = R[k, 0] * ap0 + R[k, 1] * ap1 + R[k, 2] * ap2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _common_ancestor(topo, a, b):
     """The nearest common ancestor of bodies a and b (-1: the ground); parents are
     numbered before their children."""
@@ -109,7 +109,7 @@ def _common_ancestor(topo, a, b):
     return a
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _up(Xw, Xrel, p, j, L0, L1, L2):
     """(L0, L1, L2) + o_j - o_p: body j's origin in its parent p (-1: the ground),
     rotated to world axes."""

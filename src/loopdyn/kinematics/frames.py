@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit, types
 
 from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
-from loopdyn.kernels.joints import body_velocity, joint_pose, world_pose
+from loopdyn.kernels.joints import joint_pose, joint_velocity_inline, world_pose
 from loopdyn.kernels.numba_internals import BUF, IN, Entry, entry, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.validation import configuration, vector, workspace
@@ -30,7 +30,7 @@ def fk_kernel(m, d, q, v):
         joint_pose(m, d, i, q)
         world_pose(m, d, i)
         if with_v:
-            body_velocity(m, d, i, v)
+            joint_velocity_inline(m, d, i, v, d.V, d.C, unliteral(-1))
 
 
 @entry

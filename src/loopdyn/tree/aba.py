@@ -16,8 +16,8 @@ from loopdyn.kernels.numba_internals import unliteral
 from loopdyn.kernels.spatial import (
     force_to_parent_at,
     inertia_to_parent_add,
-    mat6_vec_at,
     motion_to_child_at,
+    rigid_inertia_times_at,
 )
 from loopdyn.model.joints import FREE, SPHERICAL
 
@@ -86,7 +86,7 @@ def aba_from_kinematics(m, d, b0, b1, tau, fext, qdd):
         v0, v1, v2 = V[i, 0], V[i, 1], V[i, 2]
         v3, v4, v5 = V[i, 3], V[i, 4], V[i, 5]
         # h = I v ; pA = v ×f h - fext
-        h0, h1, h2, h3, h4, h5 = mat6_vec_at(inertia, i, v0, v1, v2, v3, v4, v5)
+        h0, h1, h2, h3, h4, h5 = rigid_inertia_times_at(inertia, i, v0, v1, v2, v3, v4, v5)
         p0 = v1 * h2 - v2 * h1 + v4 * h5 - v5 * h4
         p1 = v2 * h0 - v0 * h2 + v5 * h3 - v3 * h5
         p2 = v0 * h1 - v1 * h0 + v3 * h4 - v4 * h3

@@ -7,7 +7,7 @@ registers (tuples), with the operations in the order of the textbook recursion.
 from numba import njit
 
 from loopdyn.kernels.joints import body_velocity, joint_pose
-from loopdyn.kernels.spatial import force_to_parent_at, mat6_vec_at, motion_to_child_at
+from loopdyn.kernels.spatial import force_to_parent_at, motion_to_child_at, rigid_inertia_times_at
 
 
 @njit(cache=True)
@@ -57,8 +57,8 @@ def forward_body(m, d, i, qdd, fext):
     # f_i = I a + v ×f (I v) - fext
     a0, a1, a2, a3, a4, a5 = A[i, 0], A[i, 1], A[i, 2], A[i, 3], A[i, 4], A[i, 5]
     w0, w1, w2, w3, w4, w5 = V[i, 0], V[i, 1], V[i, 2], V[i, 3], V[i, 4], V[i, 5]
-    f = mat6_vec_at(inertia, i, a0, a1, a2, a3, a4, a5)
-    h0, h1, h2, h3, h4, h5 = mat6_vec_at(inertia, i, w0, w1, w2, w3, w4, w5)
+    f = rigid_inertia_times_at(inertia, i, a0, a1, a2, a3, a4, a5)
+    h0, h1, h2, h3, h4, h5 = rigid_inertia_times_at(inertia, i, w0, w1, w2, w3, w4, w5)
     F[i, 0] = f[0] + (w1 * h2 - w2 * h1 + w4 * h5 - w5 * h4)
     F[i, 1] = f[1] + (w2 * h0 - w0 * h2 + w5 * h3 - w3 * h5)
     F[i, 2] = f[2] + (w0 * h1 - w1 * h0 + w3 * h4 - w4 * h3)
