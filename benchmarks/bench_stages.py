@@ -25,7 +25,6 @@ from numba import njit
 sys.path.insert(0, str(Path(__file__).parent))
 import loopdyn as ld
 from bench_denoc import _state
-from loopdyn.kernels.linalg import backward_subst_t
 from loopdyn.kernels.numba_internals import as_input, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms
@@ -77,15 +76,7 @@ def _slm(ctx, q, v, tau, qdd, lam, stop, N):
         if stop == 6:
             continue
         eta = max_abs(d.x)
-        n, Y = m.nv, d.Y
-        for j in range(n):
-            s = 0.0
-            for a in range(r):
-                s += Y[j, a] * lam[a]
-            qdd[j] = s
-        backward_subst_t(d.M, n, qdd)
-        for j in range(n):
-            qdd[j] += d.x[j]
+        S.slm_accelerations(m, d, lam, r, qdd)
         if stop == 7:
             continue
         acc += accept(m, d, ratio, qdd, lam, r, eta)
@@ -115,9 +106,7 @@ def _denoc(ctx, pb, q, v, tau, qdd, lam, stop, N):
         D.row_wrenches(m, d, pb)
         if stop == 5:
             continue
-        col, thdd, arate = D._i2(pb, D._COL, 11), D._f1(pb, D._THDD), D._f1(pb, D._ARATE)
-        n = thdd.shape[0]
-        Ig, Lg = D._f2(pb, D._IG, n), D._f2(pb, D._LG, n)
+        thdd, arate = D._f1(pb, D._THDD), D._f1(pb, D._ARATE)
         thdd[:] = 0.0
         D.denoc_accelerations(pb, thdd, unliteral(True))
         ascale = max_abs(arate)
@@ -129,19 +118,7 @@ def _denoc(ctx, pb, q, v, tau, qdd, lam, stop, N):
         D.generalized_inertia(pb)
         if stop == 8:
             continue
-        for a in range(n):
-            for c in range(n):
-                Lg[a, c] = Ig[a, c]
-        dg = D._f1(pb, D._DG)
-        gratio = D._chol(Lg, n, dg)
-        for a in range(n):
-            thdd[a] = -thdd[a]
-        D._chol_solve(Lg, n, dg, thdd)
-        D.denoc_accelerations(pb, thdd, unliteral(False))
-        for i in range(col.shape[0]):
-            iv = col[i, D._IV]
-            if iv >= 0:
-                qdd[iv] = arate[i]
+        gratio = D.actuated_solve(pb, qdd)
         if stop == 9:
             continue
         D.update_wrenches(pb)

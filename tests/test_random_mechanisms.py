@@ -2495,18 +2495,23 @@ def test_a_row_of_5e_12_that_holds_at_its_own_scale_is_dropped():
         assert out.kind == mx.AGREES, (method, out)
 
 
+def _every_method_agrees_with_the_oracle(case):
+    """The stored case is well conditioned for the oracle and every method agrees with it."""
+    mech = _data_case(case)
+    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
+    assert o.well
+    for method in mx.METHODS:
+        out = mx.judge(mech, method, o, data=mech.model.create_data())
+        assert out.kind == mx.AGREES, (method, out)
+
+
 def test_an_inconsistency_below_the_oracles_threshold_is_answered():
     """Hypothesis seed 20261198: |γ_d - C γ_k| = 1.3e-9 of the dropped row's scale, which
     the oracle's least-squares answer spreads over every row (consistent, cond 6.9).  The
     dropped-row check holds an answer to 2e-9 (20 RESIDUAL_TOL): at 1e-9 every method
     raised SingularityError; at 1e-8 seed 20261178 (3.5e-9..5.5e-9, the oracle's 1.1e-9:
     no solution) was answered.  Every method agrees with the oracle."""
-    mech = _data_case("hypothesis_20261198.mech")
-    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
-    assert o.well
-    for method in mx.METHODS:
-        out = mx.judge(mech, method, o, data=mech.model.create_data())
-        assert out.kind == mx.AGREES, (method, out)
+    _every_method_agrees_with_the_oracle("hypothesis_20261198.mech")
 
 
 def test_an_inconsistency_the_oracle_spreads_is_answered():
@@ -2516,9 +2521,4 @@ def test_an_inconsistency_the_oracle_spreads_is_answered():
     SingularityError.  The state's own least-squares residual, each row at the
     accelerations the state carries (the free ones M⁻¹(τ - h) too, as the oracle's
     scale), now decides: consistent, and every method agrees."""
-    mech = _data_case("hypothesis_20261198b.mech")
-    o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
-    assert o.well
-    for method in mx.METHODS:
-        out = mx.judge(mech, method, o, data=mech.model.create_data())
-        assert out.kind == mx.AGREES, (method, out)
+    _every_method_agrees_with_the_oracle("hypothesis_20261198b.mech")

@@ -29,8 +29,8 @@ and fails loudly if a release changes one.
    decrement of Q's reference count per row and array; with two threads the counts of
    the shared batch arrays move between the cores' caches.  The four-bar SLM batch
    (one thread) took 0.82 µs per state with ``Q[i]`` … ``LAM[i]``, 0.72 µs with ``row``
-   (``benchmarks/bench_scale.py --batches``, "batch 1 thread").  The view is borrowed: it must not
-   outlive the array (the loops only pass it to the kernels they call).
+   (``benchmarks/bench_scale.py --batches``, "batch 1 thread").  The view is borrowed:
+   it must not outlive the array (the loops only pass it to the kernels they call).
 4. ``unliteral``: an ``@intrinsic`` that drops the literal type of a constant argument.
 5. ``install_cache_locator``: numba keys a function's disk cache on its own source
    file only, so a kernel that calls a kernel of another file kept running the old

@@ -1543,6 +1543,32 @@ def _kinematics(m, d, pb, q, v):
     return ratio
 
 
+@njit(cache=True, inline="always")  # one call site (its kernel): no library of its own
+def actuated_solve(pb, qdd):
+    """I θ̈ = -(C θ̇ + g - τ) (eq. 25) by Cholesky of the GIM (``generalized_inertia``),
+    the right-hand side in ``thdd`` as the inverse dynamics left it; then every column's
+    θ̈ (``denoc_accelerations``), written to ``qdd`` (tree coordinates).  Returns the
+    GIM's pivot ratio (not above ``PIVOT_TOL``: singular, ``qdd`` unwritten)."""
+    col, thdd, arate = _i2(pb, _COL, 11), _f1(pb, _THDD), _f1(pb, _ARATE)
+    n = thdd.shape[0]
+    Ig, Lg, dg = _f2(pb, _IG, n), _f2(pb, _LG, n), _f1(pb, _DG)
+    for a in range(n):
+        for c in range(n):
+            Lg[a, c] = Ig[a, c]
+    gratio = _chol(Lg, n, dg)
+    if not gratio > PIVOT_TOL:
+        return gratio
+    for a in range(n):
+        thdd[a] = -thdd[a]
+    _chol_solve(Lg, n, dg, thdd)
+    denoc_accelerations(pb, thdd, unliteral(False))
+    for i in range(col.shape[0]):
+        iv = col[i, _IV]
+        if iv >= 0:
+            qdd[iv] = arate[i]
+    return gratio
+
+
 @njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
 def denoc_kernel(m, d, pb, q, v, tau, qdd, lam):
     """Forward dynamics: q̈ (every tree coordinate) and λ (``d.rows`` order) from (q, v, τ).
@@ -1558,31 +1584,16 @@ def denoc_kernel(m, d, pb, q, v, tau, qdd, lam):
     ratio = _kinematics(m, d, pb, q, v)
     if not ratio > 0.0:
         return SINGULAR
-    col, thdd, arate, info = _i2(pb, _COL, 11), _f1(pb, _THDD), _f1(pb, _ARATE), _f1(pb, _INFO)
-    n = thdd.shape[0]
-    Ig, Lg = _f2(pb, _IG, n), _f2(pb, _LG, n)
+    thdd, arate, info = _f1(pb, _THDD), _f1(pb, _ARATE), _f1(pb, _INFO)
     thdd[:] = 0.0
     denoc_accelerations(pb, thdd, unliteral(True))
     ascale = max_abs(arate)  # the velocity-product accelerations q̈ combines with N θ̈
     denoc_inverse_dynamics(m, d, pb, tau, unliteral(True))
     generalized_inertia(pb)
-    for a in range(n):
-        for c in range(n):
-            Lg[a, c] = Ig[a, c]
-    dg = _f1(pb, _DG)
-    gratio = _chol(Lg, n, dg)
+    gratio = actuated_solve(pb, qdd)
     if not gratio > PIVOT_TOL:
         info[_WHY] = WHY_GIM
         return SINGULAR
-    # I θ̈ = -(C θ̇ + g - τ)
-    for a in range(n):
-        thdd[a] = -thdd[a]
-    _chol_solve(Lg, n, dg, thdd)
-    denoc_accelerations(pb, thdd, unliteral(False))
-    for i in range(col.shape[0]):
-        iv = col[i, _IV]
-        if iv >= 0:
-            qdd[iv] = arate[i]
     # λ from the transmitted wrenches at these accelerations
     update_wrenches(pb)
     lratio = multipliers(pb, tau, lam)

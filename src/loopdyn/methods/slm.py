@@ -51,7 +51,18 @@ def slm_kernel(m, d, q, v, tau, qdd, lam):
         d.diag[0] = ratio
         return SINGULAR
     eta = max_abs(d.x)  # |M⁻¹ φ|∞, the unconstrained accelerations
-    # q̈ = M⁻¹ φ + M⁻¹ Jᵀ λ = x + L⁻ᵀ (Y λ) (eq. 11) with M's Cholesky factor in hand
+    slm_accelerations(m, d, lam, r, qdd)
+    d.diag[DIAG_REFINED] = 0.0
+    if ratio < REFINE_RATIO and refine(m, d, tau, qdd, lam, r, max(eta, max_abs(qdd))) < 0:
+        return INACCURATE
+    return accept(m, d, ratio, qdd, lam, r, eta)
+
+
+@njit(cache=True, inline="always")  # one call site (its kernel): no library of its own
+def slm_accelerations(m, d, lam, r, qdd):
+    """q̈ = M⁻¹ φ + M⁻¹ Jᵀ λ = x + L⁻ᵀ (Y λ) (eq. 11) with M's Cholesky factor in hand
+    (``slm_multipliers``: L in ``d.M``, Y, x = M⁻¹ φ), λ the first ``r`` entries of
+    ``lam``."""
     n, Y = m.nv, d.Y
     for j in range(n):
         s = 0.0
@@ -61,10 +72,6 @@ def slm_kernel(m, d, q, v, tau, qdd, lam):
     backward_subst_t(d.M, n, qdd)
     for j in range(n):
         qdd[j] += d.x[j]
-    d.diag[DIAG_REFINED] = 0.0
-    if ratio < REFINE_RATIO and refine(m, d, tau, qdd, lam, r, max(eta, max_abs(qdd))) < 0:
-        return INACCURATE
-    return accept(m, d, ratio, qdd, lam, r, eta)
 
 
 @njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
