@@ -198,10 +198,24 @@ def _inverse_chunks(CTX, Q, V, QDD, act, tol, closure_tol, TAU, LAM, ST):
 
 
 # ------------------------------------------------------------------ helpers
+def _ready(X, shape):
+    """True if ``X`` is already what the compiled loops take: a writeable C-contiguous
+    float64 ndarray of ``shape`` (checked without numpy's slower ``require``)."""
+    return (
+        type(X) is np.ndarray
+        and X.shape == shape
+        and X.dtype == np.float64
+        and X.flags.c_contiguous
+        and X.flags.writeable
+    )
+
+
 def _rows(model, X, n, width, what):
     """``X`` as a C-contiguous float64 (n, width) array; None -> zeros, (width,) -> tiled."""
     if X is None:
         return np.zeros((n, width))
+    if _ready(X, (n, width)):
+        return X
     X = np.asarray(X, dtype=np.float64)
     if X.shape == (width,):
         X = np.tile(X, (n, 1))
@@ -215,6 +229,8 @@ def _rows(model, X, n, width, what):
 
 def _states(model, Q, V):
     """Q (N, nq) and V (N, nv) checked; V None -> zeros."""
+    if type(Q) is np.ndarray and Q.ndim == 2 and _ready(Q, (Q.shape[0], model.nq)):
+        return Q, _rows(model, V, Q.shape[0], model.nv, "V")
     Q = np.asarray(Q, dtype=np.float64)
     if Q.ndim != 2 or Q.shape[1] != model.nq:
         raise ValueError(f"{model.name}: Q must have shape (N, {model.nq}), got {Q.shape}")
@@ -224,7 +240,9 @@ def _states(model, Q, V):
 
 def _copies(buf, n):
     """``n`` copies of a buffer, one per chunk (thread)."""
-    return np.tile(buf, (n, 1))
+    out = np.empty((n, buf.shape[0]))
+    out[:] = buf
+    return out
 
 
 MIN_CHUNK = 32  # elements per chunk at least: a thread team costs ~10 µs to start and join
@@ -284,10 +302,14 @@ def _interrupted(model, res, undone, what):
     )
 
 
-def _finish(model, res, on_error, what):
-    """Raise for failed elements unless ``on_error == "report"``."""
+def _check_on_error(on_error):
     if on_error not in ("raise", "report"):
         raise ValueError(f"on_error must be 'raise' or 'report', got {on_error!r}")
+
+
+def _finish(model, res, on_error, what):
+    """Raise for failed elements unless ``on_error == "report"``."""
+    _check_on_error(on_error)
     bad = res.failed
     if bad.size and on_error == "raise":
         shown = ", ".join(str(i) for i in bad[:20]) + (" …" if bad.size > 20 else "")
@@ -324,10 +346,14 @@ def forward_dynamics_batch(
         res = aba_batch(model, Q, V, TAU, on_error=on_error, threads=threads)
         res.status[res.status == OK] = 1.0
         return res
-    QDD = np.full((n, nv), np.nan)
-    LAM = np.full((n, m), np.nan)
-    ST = np.full(n, SINGULAR)
+    _check_on_error(on_error)
     call = _bound(model, method, Q, V, TAU)
+    if call is None or not n:
+        QDD, LAM, ST = np.full((n, nv), np.nan), np.full((n, m), np.nan), np.full(n, SINGULAR)
+    else:
+        # every row the blocks reach is written (ST always; q̈ and λ where ST > 0, the
+        # others are redone below), the rows a Ctrl-C leaves are marked by _interrupted
+        QDD, LAM, ST = np.empty((n, nv)), np.empty((n, m)), np.empty(n)
     done, stopped = n, False
     if call is not None and n:
         ctx, pb = dynamics.bound_buffers(call)
@@ -340,6 +366,8 @@ def forward_dynamics_batch(
             run(fn, CTX, PB, Q[lo:hi], V[lo:hi], TAU[lo:hi], QDD[lo:hi], LAM[lo:hi], ST[lo:hi])
 
         done, stopped = _blocks(n, block)
+        if not stopped and ST.min() > 0.0:  # every element accepted (a NaN fails the test)
+            return BatchResult(QDD, LAM, ST, 0)
     redo = np.flatnonzero(~(ST[:done] > 0.0))
 
     def one(i):

@@ -594,14 +594,21 @@ VEC = types.Array(types.float64, 1, "A")
 CONTROLLER = (types.float64, VEC, VEC, OUT, INT_OUT)
 
 
+_POINTERS = {}  # Entry -> entry_pointer(Entry): the entries live as long as the process
+
+
 def entry_pointer(e):
     """(``e.address()``, 1 if ``e`` takes a plan buffer else 0) for ``call_at`` /
     ``call_at_planned``; ``TypeError`` if ``e``'s signature is neither of theirs (a
     call at the address would then pass the wrong arguments)."""
+    p = _POINTERS.get(e)
+    if p is not None:
+        return p
     sig = e.signature
     for planned, formal in ((0, _DENSE), (1, _PLANNED)):
         if sig.return_type == types.float64 and tuple(sig.args) == formal:
-            return e.address(), planned
+            p = _POINTERS[e] = (e.address(), planned)
+            return p
     raise TypeError(f"{e.kernel.__name__}: {sig} is not a method entry's signature")
 
 
