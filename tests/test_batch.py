@@ -6,6 +6,7 @@ import pytest
 
 import loopdyn as ld
 from closed_helpers import flat_four_bar
+from loopdyn import batch
 from loopdyn.methods.common import NONFINITE_INPUT, SINGULAR
 
 
@@ -83,6 +84,29 @@ def test_forward_batch_keeps_its_template_per_model_and_method():
     del model, a, b
     gc.collect()
     assert ref() is None
+
+
+def test_forward_batch_takes_every_input_kind_as_the_c_path(four_bar):
+    """Inputs already in the compiled loop's type pass as they are (``batch._ready``);
+    read-only, Fortran-ordered, float32 and strided ones are converted, with the same
+    answer."""
+    model, Q, V, TAU = four_bar
+    Q, V, TAU = Q[:40], V[:40], TAU[:40]
+    ref = ld.forward_dynamics_batch(model, Q, V, TAU, method="slm")
+    ro = Q.copy()
+    ro.flags.writeable = False
+    wide = np.zeros((40, 2 * model.nq))
+    wide[:, ::2] = Q
+    for q in (ro, np.asfortranarray(Q), wide[:, ::2]):
+        res = ld.forward_dynamics_batch(model, q, np.asfortranarray(V), TAU, method="slm")
+        np.testing.assert_array_equal(res.qdd, ref.qdd)
+        np.testing.assert_array_equal(res.lam, ref.lam)
+    res = ld.forward_dynamics_batch(model, Q.astype(np.float32), V, TAU, method="slm")
+    q32 = Q.astype(np.float32).astype(float)
+    exp = ld.forward_dynamics_batch(model, q32, V, TAU, method="slm")
+    np.testing.assert_array_equal(res.qdd, exp.qdd)
+    assert batch._ready(Q, Q.shape) and not batch._ready(ro, Q.shape)
+    assert not batch._ready(np.asfortranarray(Q), Q.shape) and not batch._ready(Q, (40, 1))
 
 
 def test_forward_batch_broadcasts_tau_and_accepts_lists(four_bar):

@@ -202,6 +202,12 @@ def test_a_compiled_function_is_called_at_its_address():
 
     with pytest.raises(TypeError, match="not a method entry's signature"):
         ni.entry_pointer(CONSTRAINTS)
+    # the pointer is kept on the entry after the first lookup, and stays its address
+    from loopdyn.methods import slm
+
+    first = ni.entry_pointer(slm.ENTRY)
+    assert ni.entry_pointer(slm.ENTRY) is first
+    assert first == (ni.address_of(slm.ENTRY.compile(), slm.ENTRY.signature.args), 0)
 
 
 def test_fast_flag_comparisons_keep_numbas_values():

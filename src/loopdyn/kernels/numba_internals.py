@@ -481,13 +481,13 @@ class Entry:
     specialisation of every kernel below the entry.
     """
 
-    __slots__ = ("_address", "call", "compiled", "forwarder", "inputs", "kernel", "signature")
+    __slots__ = ("_pointer", "call", "compiled", "forwarder", "inputs", "kernel", "signature")
 
     def __init__(self, kernel, restype, *argtypes):
         self.kernel = kernel
         self.signature = restype(*argtypes)
         self.compiled = False
-        self._address = None
+        self._pointer = None  # entry_pointer's answer, once asked
         self.call = self._first
         # (position, ndim) of the inputs, the arguments converted on a type mismatch
         self.inputs = tuple(
@@ -536,11 +536,8 @@ class Entry:
     def address(self):
         """The native address of the compiled entry (compiling or loading it first), for
         ``call_at`` / ``call_at_planned`` in compiled code.  Valid while ``self`` lives
-        (the dispatcher keeps its code).  Looked up once: the lookup (llvmlite's symbol
-        table) cost ~0.15 ms on cold caches, in every batch and compiled simulation."""
-        if self._address is None:
-            self._address = address_of(self.compile(), self.signature.args)
-        return self._address
+        (the dispatcher keeps its code)."""
+        return address_of(self.compile(), self.signature.args)
 
 
 def address_of(dispatcher, argtypes):
@@ -594,22 +591,20 @@ VEC = types.Array(types.float64, 1, "A")
 CONTROLLER = (types.float64, VEC, VEC, OUT, INT_OUT)
 
 
-_POINTERS = {}  # Entry -> entry_pointer(Entry): the entries live as long as the process
-
-
 def entry_pointer(e):
     """(``e.address()``, 1 if ``e`` takes a plan buffer else 0) for ``call_at`` /
     ``call_at_planned``; ``TypeError`` if ``e``'s signature is neither of theirs (a
-    call at the address would then pass the wrong arguments)."""
-    p = _POINTERS.get(e)
-    if p is not None:
-        return p
-    sig = e.signature
-    for planned, formal in ((0, _DENSE), (1, _PLANNED)):
-        if sig.return_type == types.float64 and tuple(sig.args) == formal:
-            p = _POINTERS[e] = (e.address(), planned)
-            return p
-    raise TypeError(f"{e.kernel.__name__}: {sig} is not a method entry's signature")
+    call at the address would then pass the wrong arguments).  Kept on ``e`` after the
+    first call: llvmlite's symbol lookup cost ~0.15 ms on cold caches, in every batch and
+    compiled simulation."""
+    if e._pointer is None:
+        sig = e.signature
+        for planned, formal in ((0, _DENSE), (1, _PLANNED)):
+            if sig.return_type == types.float64 and tuple(sig.args) == formal:
+                e._pointer = (e.address(), planned)
+                return e._pointer
+        raise TypeError(f"{e.kernel.__name__}: {sig} is not a method entry's signature")
+    return e._pointer
 
 
 @intrinsic
