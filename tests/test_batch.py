@@ -29,7 +29,7 @@ def four_bar():
 
 
 @pytest.mark.parametrize(
-    "method", ["augmented", "slm", "sslm", "recursive_lambda", "embedding", "rcr"]
+    "method", ["augmented", "slm", "sslm", "recursive_lambda", "embedding", "rcr", "denoc"]
 )
 def test_forward_batch_equals_single_calls(four_bar, method, monkeypatch):
     monkeypatch.setattr(ld.batch, "MIN_CHUNK", 1)  # two chunks of 20: the parallel path
