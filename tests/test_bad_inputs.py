@@ -70,6 +70,8 @@ def warm():
     ld.complete_velocity(m, m.q0, np.ones(m.nv))
     z = np.zeros(m.nv)
     ld.aba(m, m.q0, z, z), ld.rnea(m, m.q0, z, z), ld.crba(m, m.q0)
+    a = ld.forward_dynamics(m, m.q0, z).qdd
+    ld.inverse_dynamics(m, m.q0, z, a), ld.inverse_dynamics(m, m.q0, z, a, method="denoc")
     return True
 
 
@@ -128,7 +130,7 @@ def _inverse(**kw):
     q, v, _ = _state()
     qdd = ld.forward_dynamics(m, q, v, np.zeros(m.nv)).qdd
     qdd = qdd + kw.pop("extra", 0.0)
-    return ld.inverse_dynamics(m, q, kw.pop("v", v), qdd, **kw)
+    return ld.inverse_dynamics(m, kw.pop("q", q), kw.pop("v", v), qdd, **kw)
 
 
 def _sim(**kw):
@@ -236,6 +238,18 @@ API = [
     Case("inverse-actuated-minus-1", lambda: _inverse(actuated=[-1]), r"actuated", "silent"),
     Case("inverse-actuated-9", lambda: _inverse(actuated=[9]), r"actuated", "confusing"),
     Case("inverse-tol-negative", lambda: _inverse(tol=-1.0), r"\btol\b", "confusing"),
+    # the compiled solves take the inputs as given; what they refuse the checked path names
+    Case("inverse-qdd-nan", lambda: _inverse(extra=np.array([0.0, NAN, 0.0])), r"\bqdd\b"),
+    Case("inverse-tol-nan", lambda: _inverse(tol=NAN), r"\btol\b"),
+    Case("inverse-closure-tol-zero", lambda: _inverse(closure_tol=0.0), r"closure_tol"),
+    Case("inverse-v-short", lambda: _inverse(v=[0.0, 0.0]), r"\bv\b"),
+    Case(
+        "inverse-denoc-qdd-nan",
+        lambda: _inverse(extra=np.array([0.0, NAN, 0.0]), method="denoc"),
+        r"\bqdd\b",
+    ),
+    Case("inverse-denoc-v-short", lambda: _inverse(v=[0.0, 0.0], method="denoc"), r"\bv\b"),
+    Case("inverse-denoc-q-text", lambda: _inverse(q="abc", method="denoc"), r"\bq\b"),
     # the builder
     Case("body-rpy-nan", lambda: _builder(rpy=(0, NAN, 0)), r"rpy", "silent"),
     Case("frame-rpy-nan", _frame_rpy_nan, r"rpy", "silent"),

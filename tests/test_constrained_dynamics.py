@@ -164,6 +164,57 @@ def test_redundant_closure_against_pinocchio():
     )
 
 
+@pytest.mark.parametrize("name", list(CLOSED))
+def test_inverse_dynamics_compiled_solve_equals_the_checked_path(name, monkeypatch):
+    """ld.inverse_dynamics' compiled generic solve (``generic_inverse``) gives the NumPy
+    path's τ, λ, residual, closure error and over-actuation flag, exactly actuated and
+    with every coordinate driven (over-actuated: the minimum-norm forces)."""
+    from loopdyn.analysis import inverse
+
+    model, states = catalog_states(name, n=2, seed=12)
+    rng = np.random.default_rng(12)
+    checked = inverse.generic_checked
+
+    def refused(*args, **kw):
+        raise AssertionError("the compiled solve refused a consistent motion")
+
+    for q, v, _ in states:
+        tau = np.zeros(model.nv)
+        tau[model.actuated] = rng.normal(size=model.actuated.size)
+        qdd = ld.forward_dynamics(model, q, v, tau).qdd
+        for act in (None, np.arange(model.nv)):
+            monkeypatch.setattr(inverse, "generic_checked", refused)
+            fast = ld.inverse_dynamics(model, q, v, qdd, actuated=act)
+            monkeypatch.undo()
+            a = model.actuated if act is None else act
+            ref = checked(model, q, v, qdd, a, 1e-8, 1e-6)
+            scale = 1.0 + np.abs(ref.tau).max() + np.abs(ref.lam).max()
+            np.testing.assert_allclose(fast.tau, ref.tau, rtol=0, atol=1e-12 * scale)
+            np.testing.assert_allclose(fast.u, ref.u, rtol=0, atol=1e-12 * scale)
+            np.testing.assert_allclose(fast.lam, ref.lam, rtol=0, atol=1e-12 * scale)
+            assert fast.over_actuated == ref.over_actuated == (act is not None)
+            assert fast.residual == pytest.approx(ref.residual, abs=1e-12 * scale)
+            assert fast.constraint_error == pytest.approx(ref.constraint_error, abs=1e-12 * scale)
+
+
+def test_inverse_dynamics_takes_every_input_kind_as_the_c_path():
+    """Read-only, strided and float32 arrays and lists give the C float64 answer."""
+    model = closed_model("four_bar")
+    q, v, _ = consistent_state(model, np.random.default_rng(13))
+    qdd = ld.forward_dynamics(model, q, v, np.array([1.0, 0.0, 0.0])).qdd
+    ref = ld.inverse_dynamics(model, q, v, qdd)
+    ro = q.copy()
+    ro.flags.writeable = False
+    strided = np.repeat(qdd, 2)[::2]
+    for args in ((ro, v, qdd), (q, v, strided), (q.tolist(), list(v), qdd)):
+        res = ld.inverse_dynamics(model, *args)
+        np.testing.assert_array_equal(res.tau, ref.tau)
+        np.testing.assert_array_equal(res.lam, ref.lam)
+    res = ld.inverse_dynamics(model, q, v.astype(np.float32), qdd)
+    # float32 v is v rounded: a motion within the closure tolerance, forces to ~1e-6
+    np.testing.assert_allclose(res.tau, ref.tau, rtol=0, atol=1e-5 * np.abs(ref.tau).max())
+
+
 def test_over_actuated_inverse_dynamics_is_least_squares():
     model = closed_model("four_bar")
     q, v, _ = consistent_state(model, np.random.default_rng(8))

@@ -31,11 +31,9 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from loopdyn.analysis.inverse import _indices
+from loopdyn.analysis.inverse import _indices, generic_inverse
 from loopdyn.errors import BatchInterrupted, LoopdynError, SingularityError
-from loopdyn.kernels.numba_internals import as_input, row
-from loopdyn.kernels.views import handles
-from loopdyn.kinematics.closures import constraint_entry
+from loopdyn.kernels.numba_internals import as_input, row, unliteral
 from loopdyn.methods import dynamics
 from loopdyn.methods.common import NONFINITE_INPUT, SINGULAR
 from loopdyn.methods.dynamics import method_call
@@ -138,63 +136,19 @@ def _tree_chunks(inverse, CTX, Q, V, X, OUTS, ST):
 
 @njit(cache=True, parallel=True, nogil=True)
 def _inverse_chunks(CTX, Q, V, QDD, act, tol, closure_tol, TAU, LAM, ST):
-    """``ld.inverse_dynamics`` (generic) of every row: b = rnea(q, v, q̈) = M q̈ + h,
-    the closure checks on J v and J q̈ - γ, then [B Jᵀ] [u; λ] = b by least squares
-    (LAPACK gelsd with numpy's default cut-off, as the single call) and its residual
-    test.  ST: 0 (a result), -1 (the motion violates the closures or the actuators
+    """``ld.inverse_dynamics`` (generic: ``analysis.inverse.generic_inverse``) of every
+    row.  ST: 0 (a result), -1 (the motion violates the closures or the actuators
     cannot produce it), -2 (the inputs failed the entry's checks)."""
     nc = CTX.shape[0]
-    na = act.shape[0]
+    out = np.empty((nc, 4))  # each chunk's residual, scale, closure error (unused)
+    no_rank = unliteral(False)
     for c in prange(nc):
         ctx = row(CTX, c)
-        m, d = handles(ctx)
-        nv, nm = m.nv, m.nr
-        A = np.zeros((nv, na + nm))
-        b = np.empty(nv)
-        rcond = np.finfo(np.float64).eps * max(nv, na + nm)
         lo, hi = _chunk(c, nc, Q.shape[0])
         for i in range(lo, hi):
             q, v, a = as_input(row(Q, i)), as_input(row(V, i)), as_input(row(QDD, i))
-            if rnea0_entry(ctx, q, v, a, b) != -1:
-                ST[i] = -2.0
-                continue
-            A[:, :] = 0.0
-            for k in range(na):
-                A[act[k], k] = 1.0
-            ok = True
-            if nm:
-                constraint_entry(ctx, q, v, True)
-                jm = ev = ea = gm = 0.0
-                vm = am = 1.0  # max(|v|∞, 1), max(|q̈|∞, 1); nv may be 0
-                for j in range(nv):
-                    vm = max(vm, abs(V[i, j]))
-                    am = max(am, abs(QDD[i, j]))
-                for r in range(nm):
-                    sv = sa = 0.0
-                    for j in range(nv):
-                        A[j, na + r] = d.J[r, j]
-                        sv += d.J[r, j] * V[i, j]
-                        sa += d.J[r, j] * QDD[i, j]
-                        jm = max(jm, abs(d.J[r, j]))
-                    ev = max(ev, abs(sv))
-                    ea = max(ea, abs(sa - d.gamma[r]))
-                    gm = max(gm, abs(d.gamma[r]))
-                ok = ev <= closure_tol * jm * vm and ea <= closure_tol * (jm * am + gm)
-            if nv:
-                x = np.linalg.lstsq(A, b, rcond)[0]
-            else:  # nothing moves: no equation, the minimum-norm λ is 0
-                x = np.zeros(na + nm)
-            res = np.sqrt(np.sum((A @ x - b) ** 2))
-            if not ok or res > tol * max(1.0, np.sqrt(np.sum(b * b))):
-                ST[i] = -1.0
-                continue
-            for j in range(nv):
-                TAU[i, j] = 0.0
-            for k in range(na):
-                TAU[i, act[k]] = x[k]
-            for r in range(nm):
-                LAM[i, r] = x[na + r]
-            ST[i] = 0.0
+            tau, lam, o = row(TAU, i), row(LAM, i), row(out, c)
+            ST[i] = generic_inverse(ctx, q, v, a, act, tol, closure_tol, no_rank, tau, lam, o)
 
 
 # ------------------------------------------------------------------ helpers

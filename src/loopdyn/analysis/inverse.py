@@ -17,16 +17,25 @@ parallel mechanisms of ``ld.parallel_structure`` (O(n), no dense matrix): the
 actuator forces from the actuated accelerations, the multipliers from the wrenches
 the legs transmit through their cut joints (``loopdyn.methods.denoc.inverse_terms``),
 and the same residual test on the equations of motion with the given q̈.
+
+The generic solve is compiled (``generic_inverse``, shared with
+``ld.inverse_dynamics_batch``); a state it refuses (inputs that fail the entry's
+checks, a motion off the closures, actuators that cannot produce it) is redone by
+the checked NumPy path below, which raises the error that says why.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import types
 
 from loopdyn.errors import ActuationError
-from loopdyn.kinematics.closures import constraints
-from loopdyn.tree import rnea
-from loopdyn.validation import configuration, scalar, vector
+from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, counted, entry, unliteral
+from loopdyn.kernels.views import handles
+from loopdyn.kinematics.closures import constraint_entry, constraints
+from loopdyn.tree import _DONE, rnea, rnea0_entry
+from loopdyn.validation import configuration, scalar, vector, workspace
 
 
 @dataclass
@@ -46,6 +55,87 @@ class InverseDynamicsResult:
 
 METHODS = ("generic", "denoc")
 
+# generic_inverse's statuses
+OK, REFUSED, BAD_INPUT = 0.0, -1.0, -2.0
+
+
+@counted  # allocates (LAPACK's least squares): reference counted whoever calls it
+def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, out):
+    """The generic closed-loop inverse dynamics of one state on a dense Data's buffer
+    ``ctx`` (J of every closure row).
+
+    b = rnea(q, v, q̈) = M q̈ + h; the closure checks max|J v| <= closure_tol |J|
+    max(|v|, 1) and max|J q̈ - γ| <= closure_tol (|J| max(|q̈|, 1) + |γ|) (max norms);
+    then [B Jᵀ] [u; λ] = b by least squares (LAPACK gelsd with numpy's default
+    cut-off eps·max(nv, na + m): the minimum-norm solution) and the residual test
+    |A x - b|₂ <= tol · max(1, |b|₂).  ``act``: the actuated coordinates (indices
+    into v).  Out, written for status ``OK`` only: ``tau`` (nv, u at ``act``, zero
+    elsewhere), ``lam`` (m), ``out`` = (|A x - b|₂, max(1, |b|₂), max(|J v|∞,
+    |J q̈ - γ|∞), rank J if ``want_rank``).  Returns ``OK``, ``REFUSED`` (the motion
+    violates the closures or the actuators cannot produce it) or ``BAD_INPUT`` (the
+    inputs failed rnea's checks).
+    """
+    m, d = handles(ctx)
+    nv, nm, na = m.nv, m.nr, act.shape[0]
+    b = np.empty(nv)
+    if rnea0_entry(ctx, q, v, qdd, b) != _DONE:
+        return BAD_INPUT
+    A = np.zeros((nv, na + nm))
+    for k in range(na):
+        A[act[k], k] = 1.0
+    cerr = 0.0
+    if nm:
+        constraint_entry(ctx, q, v, unliteral(True))  # the same inputs rnea accepted
+        jm = ev = ea = gm = 0.0
+        vm = am = 1.0  # max(|v|∞, 1), max(|q̈|∞, 1)
+        for j in range(nv):
+            vm = max(vm, abs(v[j]))
+            am = max(am, abs(qdd[j]))
+        for r in range(nm):
+            sv = sa = 0.0
+            for j in range(nv):
+                A[j, na + r] = d.J[r, j]
+                sv += d.J[r, j] * v[j]
+                sa += d.J[r, j] * qdd[j]
+                jm = max(jm, abs(d.J[r, j]))
+            ev = max(ev, abs(sv))
+            ea = max(ea, abs(sa - d.gamma[r]))
+            gm = max(gm, abs(d.gamma[r]))
+        if not (ev <= closure_tol * jm * vm and ea <= closure_tol * (jm * am + gm)):
+            return REFUSED
+        cerr = max(ev, ea)
+    if nv:
+        x = np.linalg.lstsq(A, b, np.finfo(np.float64).eps * max(nv, na + nm))[0]
+    else:  # nothing moves: no equation, the minimum-norm λ is 0
+        x = np.zeros(na + nm)
+    res = np.sqrt(np.sum((A @ x - b) ** 2))
+    scale = max(1.0, np.sqrt(np.sum(b * b)))
+    if not res <= tol * scale:
+        return REFUSED
+    for j in range(nv):
+        tau[j] = 0.0
+    for k in range(na):
+        tau[act[k]] = x[k]
+    for r in range(nm):
+        lam[r] = x[na + r]
+    out[0], out[1], out[2] = res, scale, cerr
+    if want_rank:
+        out[3] = np.linalg.matrix_rank(d.J[:nm]) if nm and nv else 0
+    return OK
+
+
+@entry
+def generic_entry(ctx, q, v, qdd, act, tol, closure_tol, tau, lam, out):
+    """``generic_inverse`` with the rank of J (``ld.inverse_dynamics``)."""
+    return generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, unliteral(True), tau, lam, out)
+
+
+_ACT = types.Array(types.int64, 1, "C", readonly=True)  # model.actuated, _indices
+GENERIC = Entry(generic_entry, types.float64, BUF, IN, IN, IN, _ACT, types.float64,
+                types.float64, OUT, OUT, OUT)  # fmt: skip
+_INF = math.inf
+_empty = np.empty
+
 
 def inverse_dynamics(
     model, q, v, qdd, actuated=None, tol=1e-8, closure_tol=1e-6, data=None, method="generic"
@@ -61,18 +151,33 @@ def inverse_dynamics(
     the closures (J q̇ = 0 or J q̈ = γ off by more than ``closure_tol`` relative to
     |J| max(|q̇|, 1) and |J| max(|q̈|, 1) + |γ|: states from an integrator or a
     controller's estimate pass, a motion off the mechanism does not) or the
-    actuators cannot produce it (relative residual above ``tol``).
+    actuators cannot produce it (relative residual above ``tol``).  Both methods run
+    compiled on the inputs as given (lists, read-only, strided, float32 included);
+    inputs or a motion they refuse are checked here, which names the culprit.
     """
-    if method not in METHODS:
+    if method == "generic":
+        res = _generic(model, q, v, qdd, actuated, tol, closure_tol, data)
+        if res is not None:
+            return res
+    elif method == "denoc" and _tolerances(tol, closure_tol):
+        return _denoc(model, q, v, qdd, actuated, tol, data)  # its entry checks the inputs
+    elif method not in METHODS:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
     q = configuration(model, q)
     v = vector(v, model.nv, "v", model)
     qdd = vector(qdd, model.nv, "qdd", model)
     tol = scalar(tol, "tol", model, positive=True)
     closure_tol = scalar(closure_tol, "closure_tol", model, positive=True)
-    act = model.actuated if actuated is None else _indices(model, actuated)
     if method == "denoc":
-        return _denoc(model, q, v, qdd, act, tol, data)
+        return _denoc(model, q, v, qdd, actuated, tol, data)
+    act = model.actuated if actuated is None else _indices(model, actuated)
+    return generic_checked(model, q, v, qdd, act, tol, closure_tol, data)
+
+
+def generic_checked(model, q, v, qdd, act, tol, closure_tol, data=None):
+    """The generic solve in NumPy on checked inputs (``inverse_dynamics``' validation):
+    the compiled ``generic_inverse``'s equations, raising the ``ActuationError`` that
+    says which test a refused motion fails."""
     b = rnea(model, q, v, qdd, data=data)
     na = act.size
     if model.m:
@@ -111,6 +216,36 @@ def inverse_dynamics(
     return InverseDynamicsResult(tau, x[:na].copy(), x[na:].copy(), res, over, cerr)
 
 
+def _tolerances(tol, closure_tol):
+    """True if both tolerances are positive finite floats (what ``scalar`` would pass)."""
+    return (
+        type(tol) is float
+        and 0.0 < tol < _INF
+        and (type(closure_tol) is float and 0.0 < closure_tol < _INF)
+    )
+
+
+def _generic(model, q, v, qdd, actuated, tol, closure_tol, data):
+    """The compiled generic solve (``generic_inverse``), or None where the checked path
+    must decide (inputs it refuses, a motion it refuses, tolerances that are not
+    positive finite floats)."""
+    if not _tolerances(tol, closure_tol):
+        return None
+    act = model.actuated if actuated is None else _indices(model, actuated)
+    d = workspace(model, data)
+    ctx = d.ensure_dense().ctx if model.m else d.ctx
+    nv = model.nv
+    tau, lam, out = _empty(nv), _empty(model.m), _empty(4)
+    try:  # lists, ints, float32 are converted by the entry itself (numba_internals.Entry)
+        st = GENERIC.call(ctx, q, v, qdd, act, tol, closure_tol, tau, lam, out)
+    except TypeError:  # not real numbers: the checked path explains
+        return None
+    if st != OK:
+        return None
+    u = tau[act]
+    return InverseDynamicsResult(tau, u, lam, out[0], u.size > nv - out[3], out[2])
+
+
 def _indices(model, actuated):
     """``actuated`` as unique indices into v (ValueError naming it otherwise)."""
     try:
@@ -119,12 +254,13 @@ def _indices(model, actuated):
         a = None
     if a is None or (a.size and not np.issubdtype(a.dtype, np.integer)):
         raise ValueError(f"{model.name}: actuated must be indices into v, got {actuated!r}")
-    a = a.astype(np.int64)
+    a = np.array(a, dtype=np.int64)  # a C-contiguous copy, read-only (the entries' type)
     if np.any((a < 0) | (a >= model.nv)) or np.unique(a).size != a.size:
         raise ValueError(
             f"{model.name}: actuated must be distinct indices in 0..{model.nv - 1}, got "
             f"{a.tolist()}"
         )
+    a.flags.writeable = False
     return a
 
 
@@ -145,14 +281,17 @@ def _check(model, act, res, scale, cerr, tol):
         )
 
 
-def _denoc(model, q, v, qdd, act, tol, data):
-    """``inverse_dynamics(..., method="denoc")``: IDA-1..3 and the multipliers, O(n)."""
+def _denoc(model, q, v, qdd, actuated, tol, data):
+    """``inverse_dynamics(..., method="denoc")``: IDA-1..3 and the multipliers, O(n).
+    ``q``, ``v``, ``qdd`` as given (``denoc.inverse_terms`` checks them)."""
     from loopdyn.methods import denoc
 
-    if not np.array_equal(act, model.actuated):
+    act = model.actuated
+    if actuated is not None and not np.array_equal(_indices(model, actuated), act):
         raise ValueError(
             f"{model.name}: method='denoc' drives the model's own actuated coordinates "
-            f"{model.actuated.tolist()}, got actuated={act.tolist()}; use method='generic'"
+            f"{act.tolist()}, got actuated={_indices(model, actuated).tolist()}; use "
+            "method='generic'"
         )
     tau, lam, res, b2, cerr = denoc.inverse_terms(model, q, v, qdd, data=data)
     scale = max(1.0, b2)

@@ -78,6 +78,7 @@ from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods.common import (
+    BAD_INPUT,
     DIAG_ASCALE,
     DIAG_QUALITY,
     DIAG_RESIDUAL,
@@ -1950,7 +1951,7 @@ def inverse_terms(model, q, v, qdd, data=None):
     |M q̈ + h - τ - Jᵀλ|₂ with the given ``qdd``, ``scale`` = |M q̈ + h|₂,
     ``constraint_error`` = the largest violation of J v = 0 and J q̈ = γ by (v, qdd).
     """
-    d, q, v, qdd = _inputs(model, data, q, v, qdd, "qdd")
+    d = workspace(model, data)
     layout(model)  # ModelError first if DeNOC does not apply
     if d.rank_info is None:
         # the independent rows, as ld.forward_dynamics detects them
@@ -1962,7 +1963,14 @@ def inverse_terms(model, q, v, qdd, data=None):
     plan = plan_for(model, d)
     tau = np.empty(model.nv)
     lam = np.zeros(model.m)
-    status = INVERSE.compile()(d.ctx, plan.buf, q, v, qdd, tau, lam)
+    try:  # the entry checks its inputs and converts lists, ints, float32 (Entry)
+        status = INVERSE.call(d.ctx, plan.buf, q, v, qdd, tau, lam)
+    except TypeError:
+        status = BAD_INPUT
+    if status == NONFINITE_INPUT or status == BAD_INPUT:
+        # the ValueError that names the argument, or the call on the checked inputs
+        _, q, v, qdd = _inputs(model, d, q, v, qdd, "qdd")
+        status = INVERSE.call(d.ctx, plan.buf, q, v, qdd, tau, lam)
     if not status > 0.0:
         _explain(model, plan, status, "q, v or qdd")
     r = plan.rows.size
