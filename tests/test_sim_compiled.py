@@ -589,7 +589,8 @@ def test_ctrl_c_reaches_a_compiled_run_without_a_callback():
 def test_the_compiled_loop_frees_what_it_allocates():
     """numba's allocation counters (``NUMBA_NRT_STATS=1``, in a subprocess) balance over
     compiled runs in every stabilisation, with RK4 and RK45, a compiled controller, a
-    batch of simulations and a forward-dynamics batch: the right-hand side is compiled
+    batch of simulations, a forward-dynamics batch and the compiled inverse dynamics
+    (single and batch): the right-hand side is compiled
     without reference counting (``_rhs``), its allocating callees with it (``counted``);
     a callee left to inherit the flag would leak at every stage."""
     import subprocess
@@ -620,6 +621,10 @@ def work():
     Q = np.tile(model.q0, (3, 1))
     ld.simulate_batch(model, Q, t_end=0.2, t_eval=3)
     ld.forward_dynamics_batch(model, np.tile(model.q0, (50, 1)))
+    z = np.zeros(model.nv)
+    a = ld.forward_dynamics(model, model.q0, z).qdd
+    ld.inverse_dynamics(model, model.q0, z, a)  # generic_inverse: LAPACK's workspaces
+    ld.inverse_dynamics_batch(model, Q, np.tile(z, (3, 1)), np.tile(a, (3, 1)))
 
 work()  # compiled or loaded, and every lazy buffer made
 gc.collect()

@@ -287,11 +287,11 @@ def _denoc(model, q, v, qdd, actuated, tol, data):
     from loopdyn.methods import denoc
 
     act = model.actuated
-    if actuated is not None and not np.array_equal(_indices(model, actuated), act):
+    given = act if actuated is None else _indices(model, actuated)
+    if given is not act and not np.array_equal(given, act):
         raise ValueError(
             f"{model.name}: method='denoc' drives the model's own actuated coordinates "
-            f"{act.tolist()}, got actuated={_indices(model, actuated).tolist()}; use "
-            "method='generic'"
+            f"{act.tolist()}, got actuated={given.tolist()}; use method='generic'"
         )
     tau, lam, res, b2, cerr = denoc.inverse_terms(model, q, v, qdd, data=data)
     scale = max(1.0, b2)
