@@ -197,6 +197,30 @@ def test_inverse_dynamics_compiled_solve_equals_the_checked_path(name, monkeypat
             assert fast.constraint_error == pytest.approx(ref.constraint_error, abs=1e-12 * scale)
 
 
+def test_min_norm_lstsq_equals_numpy_lstsq():
+    """The compiled least squares of the inverse dynamics (QR with column pivoting and
+    RZ) gives numpy's lstsq(A, b, rcond=None) and its rank: tall, wide and square A,
+    rank deficient, scaled by 1e-3 .. 1e3, zero columns, consistent or not."""
+    from loopdyn.kernels.linalg import min_norm_lstsq
+
+    rng = np.random.default_rng(14)
+    for _ in range(600):
+        n, k = rng.integers(1, 12, size=2)
+        r = rng.integers(0, min(n, k) + 1)
+        A = rng.normal(size=(n, r)) @ rng.normal(size=(r, k))
+        if r == min(n, k) and rng.random() < 0.5:
+            A = rng.normal(size=(n, k))
+        A *= 10.0 ** rng.uniform(-3, 3)
+        if rng.random() < 0.1:
+            A[:, rng.integers(0, k)] = 0.0
+        b = A @ rng.normal(size=k) if rng.random() < 0.5 else rng.normal(size=n)
+        ref, _, rank, _ = np.linalg.lstsq(A, b, rcond=None)
+        x = np.full(k, np.nan)
+        assert min_norm_lstsq(A.copy(), b.reshape(n, 1).copy(), x) == rank
+        np.testing.assert_allclose(x, ref, rtol=0, atol=1e-11 * max(np.abs(ref).max(), 1e-300))
+        assert min_norm_lstsq(A.copy(), np.empty((n, 0)), x) == np.linalg.matrix_rank(A)
+
+
 def test_inverse_dynamics_takes_every_input_kind_as_the_c_path():
     """Read-only, strided and float32 arrays and lists give the C float64 answer."""
     model = closed_model("four_bar")

@@ -31,7 +31,8 @@ import numpy as np
 from numba import types
 
 from loopdyn.errors import ActuationError
-from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, counted, entry, unliteral
+from loopdyn.kernels.linalg import min_norm_lstsq
+from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, counted, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import constraint_entry, constraints
 from loopdyn.tree import _DONE, rnea, rnea0_entry
@@ -59,21 +60,21 @@ METHODS = ("generic", "denoc")
 OK, REFUSED, BAD_INPUT = 0.0, -1.0, -2.0
 
 
-@counted  # allocates (LAPACK's least squares): reference counted whoever calls it
+@counted  # allocates (the least squares' scratch): reference counted whoever calls it
 def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, out):
     """The generic closed-loop inverse dynamics of one state on a dense Data's buffer
     ``ctx`` (J of every closure row).
 
     b = rnea(q, v, q̈) = M q̈ + h; the closure checks max|J v| <= closure_tol |J|
     max(|v|, 1) and max|J q̈ - γ| <= closure_tol (|J| max(|q̈|, 1) + |γ|) (max norms);
-    then [B Jᵀ] [u; λ] = b by least squares (LAPACK gelsd with numpy's default
-    cut-off eps·max(nv, na + m): the minimum-norm solution) and the residual test
-    |A x - b|₂ <= tol · max(1, |b|₂).  ``act``: the actuated coordinates (indices
-    into v).  Out, written for status ``OK`` only: ``tau`` (nv, u at ``act``, zero
-    elsewhere), ``lam`` (m), ``out`` = (|A x - b|₂, max(1, |b|₂), max(|J v|∞,
-    |J q̈ - γ|∞), rank J if ``want_rank``).  Returns ``OK``, ``REFUSED`` (the motion
-    violates the closures or the actuators cannot produce it) or ``BAD_INPUT`` (the
-    inputs failed rnea's checks).
+    then [B Jᵀ] [u; λ] = b by least squares, the minimum-norm solution with numpy's
+    default cut-off (``kernels.linalg.min_norm_lstsq``: numpy's ``lstsq`` to rounding),
+    and the residual test |A x - b|₂ <= tol · max(1, |b|₂).  ``act``: the actuated
+    coordinates (indices into v).  Out, written for status ``OK`` only: ``tau`` (nv,
+    u at ``act``, zero elsewhere), ``lam`` (m), ``out`` = (|A x - b|₂, max(1, |b|₂),
+    max(|J v|∞, |J q̈ - γ|∞), rank J if ``want_rank``, with the same cut-off).
+    Returns ``OK``, ``REFUSED`` (the motion violates the closures or the actuators
+    cannot produce it) or ``BAD_INPUT`` (the inputs failed rnea's checks).
     """
     m, d = handles(ctx)
     nv, nm, na = m.nv, m.nr, act.shape[0]
@@ -104,12 +105,20 @@ def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, 
         if not (ev <= closure_tol * jm * vm and ea <= closure_tol * (jm * am + gm)):
             return REFUSED
         cerr = max(ev, ea)
+    x = np.zeros(na + nm)  # nothing moves (nv = 0): no equation, the minimum-norm λ is 0
+    B = np.empty((nv, 1))
+    for j in range(nv):
+        B[j, 0] = b[j]
     if nv:
-        x = np.linalg.lstsq(A, b, np.finfo(np.float64).eps * max(nv, na + nm))[0]
-    else:  # nothing moves: no equation, the minimum-norm λ is 0
-        x = np.zeros(na + nm)
-    res = np.sqrt(np.sum((A @ x - b) ** 2))
-    scale = max(1.0, np.sqrt(np.sum(b * b)))
+        min_norm_lstsq(A.copy(), B, x)
+    res = bb = 0.0
+    for j in range(nv):
+        t = -b[j]
+        for c in range(na + nm):
+            t += A[j, c] * x[c]
+        res += t * t
+        bb += b[j] * b[j]
+    res, scale = np.sqrt(res), max(1.0, np.sqrt(bb))
     if not res <= tol * scale:
         return REFUSED
     for j in range(nv):
@@ -120,19 +129,15 @@ def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, 
         lam[r] = x[na + r]
     out[0], out[1], out[2] = res, scale, cerr
     if want_rank:
-        out[3] = np.linalg.matrix_rank(d.J[:nm]) if nm and nv else 0
+        # Jᵀ's rank (no right-hand side: x untouched)
+        out[3] = min_norm_lstsq(A[:, na:].copy(), np.empty((nv, 0)), x) if nm and nv else 0
     return OK
 
 
-@entry
-def generic_entry(ctx, q, v, qdd, act, tol, closure_tol, tau, lam, out):
-    """``generic_inverse`` with the rank of J (``ld.inverse_dynamics``)."""
-    return generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, unliteral(True), tau, lam, out)
-
-
 _ACT = types.Array(types.int64, 1, "C", readonly=True)  # model.actuated, _indices
-GENERIC = Entry(generic_entry, types.float64, BUF, IN, IN, IN, _ACT, types.float64,
-                types.float64, OUT, OUT, OUT)  # fmt: skip
+# an entry itself (reference counted, as it allocates: no wrapper linking it again)
+GENERIC = Entry(generic_inverse, types.float64, BUF, IN, IN, IN, _ACT, types.float64,
+                types.float64, types.boolean, OUT, OUT, OUT)  # fmt: skip
 _INF = math.inf
 _empty = np.empty
 
@@ -237,7 +242,7 @@ def _generic(model, q, v, qdd, actuated, tol, closure_tol, data):
     nv = model.nv
     tau, lam, out = _empty(nv), _empty(model.m), _empty(4)
     try:  # lists, ints, float32 are converted by the entry itself (numba_internals.Entry)
-        st = GENERIC.call(ctx, q, v, qdd, act, tol, closure_tol, tau, lam, out)
+        st = GENERIC.call(ctx, q, v, qdd, act, tol, closure_tol, True, tau, lam, out)
     except TypeError:  # not real numbers: the checked path explains
         return None
     if st != OK:
@@ -296,4 +301,4 @@ def _denoc(model, q, v, qdd, actuated, tol, data):
     tau, lam, res, b2, cerr = denoc.inverse_terms(model, q, v, qdd, data=data)
     scale = max(1.0, b2)
     _check(model, act, res, scale, cerr, tol)
-    return InverseDynamicsResult(tau, tau[act].copy(), lam, res, False, cerr)
+    return InverseDynamicsResult(tau, tau[act], lam, res, False, cerr)  # a copy

@@ -2,10 +2,13 @@
 
 Hand-written because LAPACK calls cost more than the arithmetic on the small
 systems of closed-loop dynamics (DESIGN.md, Conventions).  All act on the leading
-n×n block of preallocated arrays.
+n×n block of preallocated arrays, but ``min_norm_lstsq`` (its pivots and vectors).
 """
 
+import numpy as np
 from numba import njit
+
+from loopdyn.kernels.numba_internals import counted
 
 
 @njit(cache=True)
@@ -216,3 +219,95 @@ def qr_lstsq(A, B):
     if r == 0:
         return 1.0
     return rmin / rmax
+
+
+_EPS = np.finfo(np.float64).eps
+
+
+@counted  # allocates its scratch: reference counted whoever calls it first
+def min_norm_lstsq(A, B, x):
+    """x = A⁺ b, the minimum-norm least-squares solution of A x = b for A (n × k) of any
+    shape and rank, b = B[:, 0] (B: n × 1; n × 0 for the rank alone): numpy's
+    ``lstsq(A, b, rcond=None)`` to rounding.  Returns the numerical rank r.
+
+    Householder QR with column pivoting, A P = Q R (at step j the remaining column of
+    largest norm), stopped where |R_jj| <= eps·max(n, k)·|R_00| (numpy's cut-off with R's
+    diagonal standing in for the singular values); for r < k the RZ factorization
+    [R11 R12] = [T 0] Z of R's first r rows (LAPACK's xGELSY), x = P Zᵀ [T⁻¹ (Qᵀb)_1; 0].
+    A and B are overwritten."""
+    n, k = A.shape[0], A.shape[1]
+    piv = np.empty(k, np.int64)
+    for j in range(k):
+        piv[j] = j
+    r = 0
+    cut = 0.0
+    for j in range(min(n, k)):
+        best, bc = -1.0, j
+        for c in range(j, k):  # norms recomputed: the matrices here are small
+            t = 0.0
+            for i in range(j, n):
+                t += A[i, c] * A[i, c]
+            if t > best:
+                best, bc = t, c
+        if bc != j:
+            for i in range(n):
+                A[i, j], A[i, bc] = A[i, bc], A[i, j]
+            piv[j], piv[bc] = piv[bc], piv[j]
+        norm = best**0.5
+        if j == 0:
+            cut = _EPS * max(n, k) * norm
+        if not norm > cut:
+            break
+        alpha = -norm if A[j, j] >= 0.0 else norm
+        A[j, j] -= alpha
+        vv = 2.0 * norm * (norm + abs(A[j, j] + alpha))
+        for c in range(j + 1, k):
+            _reflect(A, j, vv, A, c)
+        for c in range(B.shape[1]):
+            _reflect(A, j, vv, B, c)
+        A[j, j] = alpha
+        r = j + 1
+    if B.shape[1] == 0:
+        return r
+    # RZ: row i's reflector (acting on columns i and r..k-1) zeroes A[i, r:], applied from
+    # the right to the rows above; its vector is (vi[i], A[i, r:])
+    vi = np.empty(max(r, 1))
+    for i in range(r - 1 if r < k else -1, -1, -1):
+        t = 0.0
+        for c in range(r, k):
+            t += A[i, c] * A[i, c]
+        norm = (A[i, i] * A[i, i] + t) ** 0.5
+        alpha = -norm if A[i, i] >= 0.0 else norm
+        vi[i] = A[i, i] - alpha
+        f = 2.0 / (vi[i] * vi[i] + t)
+        for row in range(i):
+            t2 = A[row, i] * vi[i]
+            for c in range(r, k):
+                t2 += A[row, c] * A[i, c]
+            t2 *= f
+            A[row, i] -= t2 * vi[i]
+            for c in range(r, k):
+                A[row, c] -= t2 * A[i, c]
+        A[i, i] = alpha
+    # T w = (Qᵀ b)[:r], then y = Zᵀ [w; 0] = H_{r-1} … H_0 [w; 0], x = P y
+    y = np.zeros(k)
+    for j in range(r - 1, -1, -1):
+        t = B[j, 0]
+        for i in range(j + 1, r):
+            t -= A[j, i] * y[i]
+        y[j] = t / A[j, j]
+    if r < k:
+        for i in range(r):
+            t = vi[i] * y[i]
+            for c in range(r, k):
+                t += A[i, c] * y[c]
+            nv2 = vi[i] * vi[i]
+            for c in range(r, k):
+                nv2 += A[i, c] * A[i, c]
+            t *= 2.0 / nv2
+            y[i] -= t * vi[i]
+            for c in range(r, k):
+                y[c] -= t * A[i, c]
+    for j in range(k):
+        x[piv[j]] = y[j]
+    return r

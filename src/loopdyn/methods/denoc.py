@@ -1940,6 +1940,9 @@ def complete_rates(model, q, v, data=None):
     return out
 
 
+_INVERSE_KEY = ("denoc", "inverse")  # inverse_terms' plan in Data.bound
+
+
 def inverse_terms(model, q, v, qdd, data=None):
     """DeNOC inverse dynamics (IDA-1..3) for ``ld.inverse_dynamics(..., method="denoc")``.
 
@@ -1952,15 +1955,17 @@ def inverse_terms(model, q, v, qdd, data=None):
     ``constraint_error`` = the largest violation of J v = 0 and J q̈ = γ by (v, qdd).
     """
     d = workspace(model, data)
-    layout(model)  # ModelError first if DeNOC does not apply
-    if d.rank_info is None:
-        # the independent rows, as ld.forward_dynamics detects them
-        from loopdyn.kinematics.closures import constraint_rank
+    plan = d.bound.get(_INVERSE_KEY)  # emptied with d.bound when the rows change
+    if plan is None:
+        layout(model)  # ModelError first if DeNOC does not apply
+        if d.rank_info is None:
+            # the independent rows, as ld.forward_dynamics detects them
+            from loopdyn.kinematics.closures import constraint_rank
 
-        d.rank_info = constraint_rank(model, q, data=d)
-        d.set_rows(d.rank_info.independent)
-        d.bound.clear()
-    plan = plan_for(model, d)
+            d.rank_info = constraint_rank(model, q, data=d)
+            d.set_rows(d.rank_info.independent)
+            d.bound.clear()
+        plan = d.bound[_INVERSE_KEY] = plan_for(model, d)
     tau = np.empty(model.nv)
     lam = np.zeros(model.m)
     try:  # the entry checks its inputs and converts lists, ints, float32 (Entry)
