@@ -239,6 +239,34 @@ def test_inverse_dynamics_takes_every_input_kind_as_the_c_path():
     np.testing.assert_allclose(res.tau, ref.tau, rtol=0, atol=1e-5 * np.abs(ref.tau).max())
 
 
+@pytest.mark.parametrize("method", ["augmented", "slm", "sslm", "recursive_lambda"])
+def test_redundant_rows_take_the_compiled_check(method, monkeypatch):
+    """A model with dropped (redundant) closure rows: after a checked call, the next ones
+    run the method's entry and the compiled dropped-row test and minimum-norm λ
+    (``dynamics.DROPPED``), not the NumPy checked path (patched here to fail the test),
+    with the checked path's q̈, λ and rank."""
+    from loopdyn.methods import dynamics
+
+    model = ld.examples.closed_knee_leg()
+    rng = np.random.default_rng(15)
+
+    def checked(*args, **kw):
+        raise AssertionError("the checked path ran")
+
+    ld.forward_dynamics(model, *consistent_state(model, rng), method=method)
+    for _ in range(3):
+        q, v, tau = consistent_state(model, rng)
+        ref = ld.forward_dynamics(model, q, v, tau, method=method, data=model.create_data())
+        assert ref.dropped.size
+        monkeypatch.setattr(dynamics, "_broken_rows", checked)
+        res = ld.forward_dynamics(model, q, v, tau, method=method)
+        monkeypatch.undo()
+        assert res.rank == ref.rank and res.dropped.tolist() == ref.dropped.tolist()
+        scale = np.abs(ref.qdd).max()
+        np.testing.assert_allclose(res.qdd, ref.qdd, rtol=0, atol=1e-12 * scale)
+        np.testing.assert_allclose(res.lam, ref.lam, rtol=0, atol=1e-12 * np.abs(ref.lam).max())
+
+
 def test_over_actuated_inverse_dynamics_is_least_squares():
     model = closed_model("four_bar")
     q, v, _ = consistent_state(model, np.random.default_rng(8))

@@ -24,7 +24,7 @@ from numba import njit, types
 
 from loopdyn.errors import SingularityError
 from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
-from loopdyn.kernels.linalg import qr_lstsq
+from loopdyn.kernels.linalg import cholesky_inplace, cholesky_solve, qr_lstsq
 from loopdyn.kernels.numba_internals import (
     BUF,
     IN,
@@ -229,6 +229,11 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None):
         raise ValueError(f"independent= chooses RCR's coordinates: method='rcr', not {method!r}")
     key = method if independent is None else (method, tuple(independent))
     d = workspace(model, data)
+    fast = d.bound.get((_DROPPED_KEY, key))
+    if fast is not None:
+        res = _dropped_fast(model, d, fast, q, v, tau)
+        if res is not None:
+            return res
     nv = model.nv
     q = configuration(model, q)
     v = vector(v, nv, "v", model)
@@ -300,9 +305,34 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None):
         # minimum-norm multipliers over all rows with the same generalized force Jᵀλ
         J = d.J
         lam = np.linalg.lstsq(J.T, J[info.independent].T @ lam, rcond=None)[0]
+    tag = (used, info.rank, info.dropped)
     if info.dropped.size or used != method:
-        d.bound.pop(key, None)  # the fast path handles independent rows only
-    return ForwardDynamicsResult(qdd, lam, (used, info.rank, info.dropped), st)
+        bound = d.bound.pop(key, None)  # the fast path handles independent rows only
+        if info.dropped.size and used == method and bound is not None and d.dense:
+            # the dropped rows' check and λ compiled (DROPPED), for the next calls
+            rd = np.ascontiguousarray(info.dropped, dtype=np.int64)
+            size = float(model_size(model))
+            d.bound[(_DROPPED_KEY, key)] = (bound[0], rd, size, nv, model.m, tag)
+    return ForwardDynamicsResult(qdd, lam, tag, st)
+
+
+_DROPPED_KEY = "dropped rows"  # Data.bound[(_DROPPED_KEY, key)]: _dropped_fast's binding
+
+
+def _dropped_fast(model, d, fast, q, v, tau):
+    """A call on a model whose rows at the detected rank drop some (``Data.bound``'s
+    ``(_DROPPED_KEY, key)``): the method's entry, then ``DROPPED`` (the dropped rows'
+    test and the minimum-norm λ over every row, compiled); None where either refuses
+    (the checked path then decides, as for any input it does not take)."""
+    call, dropped, size, nv, m, tag = fast
+    qdd, lam = _empty(nv), _empty(m)
+    try:
+        st = call(q, v, d.zeros if tau is None else tau, qdd, lam)
+        if st > 0.0 and DROPPED.call(bound_buffers(call)[0], dropped, size, q, v, qdd, lam):
+            return ForwardDynamicsResult(qdd, lam, tag, st)
+    except TypeError:  # not real numbers
+        pass
+    return None
 
 
 def _all_rows(model):
@@ -431,6 +461,43 @@ def dependence(d, dropped):
 
 
 @counted
+def min_norm_multipliers(ctx, dropped, lam):
+    """λ over every closure row (row order) from the method's μ on the independent rows
+    ``d.rows`` (lam[:r]): the minimum-norm multipliers with the same Jᵀλ = J_kᵀμ, as
+    ``ld.forward_dynamics`` reports them.  With J_d = Cᵀ J_k (``dependence``) every
+    answer has λ_k + C λ_d = μ; the least-norm one is λ_d = (CᵀC + I)⁻¹ Cᵀ μ,
+    λ_k = μ - C λ_d (Cholesky of a matrix >= I).  J as ``dropped_rows_hold`` left it."""
+    _, d = handles(ctx)
+    r, nd = d.nrows, dropped.shape[0]
+    C = dependence(d, dropped)
+    if C.shape[0] != r:
+        return False
+    mu = lam[:r].copy()
+    G = np.empty((nd, nd))
+    ld = np.empty(nd)
+    for b in range(nd):
+        s = 0.0
+        for a in range(r):
+            s += C[a, b] * mu[a]
+        ld[b] = s
+        for c in range(nd):
+            t = 1.0 if b == c else 0.0
+            for a in range(r):
+                t += C[a, b] * C[a, c]
+            G[b, c] = t
+    cholesky_inplace(G, nd)
+    cholesky_solve(G, nd, ld)
+    for a in range(r):
+        s = mu[a]
+        for b in range(nd):
+            s -= C[a, b] * ld[b]
+        lam[d.rows[a]] = s
+    for b in range(nd):
+        lam[dropped[b]] = ld[b]
+    return True
+
+
+@counted
 def dropped_rows_hold(ctx, dropped, size, q, v, qdd):
     """``_broken_rows``'s test of the dropped rows in compiled code, for the compiled
     simulation loop: True if every row of ``dropped`` holds J q̈ = γ at (q, v) to
@@ -492,6 +559,20 @@ def dropped_rows_hold(ctx, dropped, size, q, v, qdd):
         if not abs(res) <= DROPPED_MARGIN * tol:
             return False
     return True
+
+
+@counted
+def dropped_entry(ctx, dropped, size, q, v, qdd, lam):
+    """A model with dropped (redundant) rows after its method's entry: True, with the
+    minimum-norm λ over every row in ``lam`` (``min_norm_multipliers``), if the dropped
+    rows hold (``dropped_rows_hold``); False sends the single call to its checked path
+    (``_broken_rows``, re-detection, errors), as the compiled simulation loop does."""
+    if not dropped_rows_hold(ctx, dropped, size, q, v, qdd):
+        return False
+    return min_norm_multipliers(ctx, dropped, lam)
+
+
+DROPPED = Entry(dropped_entry, types.boolean, BUF, INT_OUT, types.float64, IN, IN, IN, OUT)
 
 
 def _broken_message(model, info, rows, method):

@@ -73,7 +73,7 @@ from loopdyn.kinematics.configuration import integrate_kernel
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods import dynamics
 from loopdyn.methods.common import BAD_INPUT, NONFINITE_INPUT
-from loopdyn.methods.dynamics import dependence, method_call
+from loopdyn.methods.dynamics import method_call
 from loopdyn.model.data import Data
 from loopdyn.sim import dop853
 from loopdyn.sim.charts import chart_rate_kernel
@@ -662,43 +662,6 @@ def _record(fn, S, k, t, q, v, O, u):
     EN[k] = e
 
 
-@njit(cache=True)
-def _min_norm_multipliers(ctx, dropped, lam):
-    """λ over every closure row (row order) from the method's μ on the independent rows
-    ``d.rows`` (lam[:r]): the minimum-norm multipliers with the same Jᵀλ = J_kᵀμ, as
-    ``ld.forward_dynamics`` reports them.  With J_d = Cᵀ J_k (``dependence``) every
-    answer has λ_k + C λ_d = μ; the least-norm one is λ_d = (CᵀC + I)⁻¹ Cᵀ μ,
-    λ_k = μ - C λ_d (Cholesky of a matrix >= I).  J as ``dropped_rows_hold`` left it."""
-    _, d = handles(ctx)
-    r, nd = d.nrows, dropped.shape[0]
-    C = dependence(d, dropped)
-    if C.shape[0] != r:
-        return False
-    mu = lam[:r].copy()
-    G = np.empty((nd, nd))
-    ld = np.empty(nd)
-    for b in range(nd):
-        s = 0.0
-        for a in range(r):
-            s += C[a, b] * mu[a]
-        ld[b] = s
-        for c in range(nd):
-            t = 1.0 if b == c else 0.0
-            for a in range(r):
-                t += C[a, b] * C[a, c]
-            G[b, c] = t
-    cholesky_inplace(G, nd)
-    cholesky_solve(G, nd, ld)
-    for a in range(r):
-        s = mu[a]
-        for b in range(nd):
-            s -= C[a, b] * ld[b]
-        lam[d.rows[a]] = s
-    for b in range(nd):
-        lam[dropped[b]] = ld[b]
-    return True
-
-
 def _candidate(key, q):
     """The partition ``System.candidate`` chooses at q (``ld.partition``) for the run
     registered under ``key``: (independent, dependent, rows, cond(J_d)).  Called from
@@ -853,10 +816,10 @@ def loop(fn, S, y0, t_out, opts, monitor, O, stats):
     ``qs``, partitioning's last δ ``dg`` and its rate ``rate``), and the redundant rows
     ``RD = (dropped, model size, fallback, check, multipliers)``: every evaluation checks
     them (``dynamics.dropped_rows_hold`` at the address ``check``, the outputs' λ by
-    ``_min_norm_multipliers`` at ``multipliers``; one that fails hands the run back to the Python
-    loop, which re-detects the rank), and a failed solve is redone by the fallback
-    (``augmented``'s ``method_pointer``; (0, 0): none), as ``ld.forward_dynamics``
-    (``_solve``).  The ODE state is
+    ``dynamics.min_norm_multipliers`` at ``multipliers``; one that fails hands the run
+    back to the Python loop, which re-detects the rank), and a failed solve is redone
+    by the fallback (``augmented``'s ``method_pointer``; (0, 0): none), as
+    ``ld.forward_dynamics`` (``_solve``).  The ODE state is
     y = (δ, v), or y = (δ_i, v_i) when partitioning, with q = δ, or, for a model with
     quaternions (chart 1), q = qa ⊕ δ in a chart re-anchored at every accepted step
     (``loopdyn.sim.charts``, as the Python loop).  Outputs
@@ -1309,10 +1272,10 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     check = multipliers = 0  # their addresses: compiled only where rows are dropped
     if dropped.size:
         for fn_, sig in ((dynamics.dropped_rows_hold, DROPPED_CHECK),
-                         (_min_norm_multipliers, DROPPED_LAMBDA)):  # fmt: skip
+                         (dynamics.min_norm_multipliers, DROPPED_LAMBDA)):  # fmt: skip
             fn_.compile(sig)  # or loaded from the cache
         check = address_of(dynamics.dropped_rows_hold, DROPPED_CHECK)
-        multipliers = address_of(_min_norm_multipliers, DROPPED_LAMBDA)
+        multipliers = address_of(dynamics.min_norm_multipliers, DROPPED_LAMBDA)
     RD = (dropped, float(dynamics.model_size(model)), fallback, check, multipliers)
     system = (ctx, pb, ctl, np.ascontiguousarray(tau0, dtype=float), act, gains, P, RD)
     O = (
