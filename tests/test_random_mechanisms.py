@@ -233,6 +233,49 @@ def test_exact_or_singularity_error_on_hypothesis_mechanisms(mech):
     _exact_or_singular(mech)
 
 
+def _inverse_paths_agree(mech):
+    """ld.inverse_dynamics' compiled solve and its checked NumPy path (patched out of
+    the call) both refuse the motion, or give the same τ, λ and over-actuation flag:
+    with the model's actuators and with every coordinate driven (over-actuated)."""
+    from unittest import mock
+
+    from loopdyn.analysis import inverse
+
+    m, q, v, tau = mech.model, mech.q, mech.v, mech.tau
+    try:
+        qdd = ld.forward_dynamics(m, q, v, tau).qdd
+    except ld.SingularityError:
+        return
+    for act in (None, np.arange(m.nv)):
+        a = m.actuated if act is None else act
+        try:
+            ref = inverse.generic_checked(m, q, v, qdd, a, 1e-8, 1e-6)
+        except ld.ActuationError:
+            ref = None
+        with mock.patch.object(inverse, "generic_checked", side_effect=AssertionError):
+            try:
+                fast = ld.inverse_dynamics(m, q, v, qdd, actuated=act)
+            except AssertionError:
+                fast = None
+        assert (fast is None) == (ref is None), mech.code()
+        if ref is not None:
+            scale = 1.0 + np.abs(ref.tau).max() + np.abs(ref.lam).max(initial=0.0)
+            assert np.abs(fast.tau - ref.tau).max() <= 1e-10 * scale, mech.code()
+            assert np.abs(fast.lam - ref.lam).max(initial=0.0) <= 1e-10 * scale, mech.code()
+            assert fast.over_actuated == ref.over_actuated, mech.code()
+
+
+@given(mx.mechanisms(max_bodies=8, max_closures=3))
+@HYPOTHESIS
+def test_compiled_inverse_dynamics_equals_the_checked_path(mech):
+    _inverse_paths_agree(mech)
+
+
+@pytest.mark.parametrize("i", range(0, FAST_N, 4))
+def test_compiled_inverse_dynamics_on_seeded_mechanisms(i):
+    _inverse_paths_agree(fast_case(i)[0])
+
+
 @pytest.mark.slow
 @given(mx.mechanisms())
 @HYPOTHESIS_SLOW
