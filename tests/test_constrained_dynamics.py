@@ -215,10 +215,10 @@ def test_min_norm_lstsq_equals_numpy_lstsq():
             A[:, rng.integers(0, k)] = 0.0
         b = A @ rng.normal(size=k) if rng.random() < 0.5 else rng.normal(size=n)
         ref, _, rank, _ = np.linalg.lstsq(A, b, rcond=None)
-        x = np.full(k, np.nan)
-        assert min_norm_lstsq(A.copy(), b.reshape(n, 1).copy(), x) == rank
+        x, w = np.full(k, np.nan), np.full(3 * k, np.nan)
+        assert min_norm_lstsq(A.copy(), b.reshape(n, 1).copy(), x, w) == rank
         np.testing.assert_allclose(x, ref, rtol=0, atol=1e-11 * max(np.abs(ref).max(), 1e-300))
-        assert min_norm_lstsq(A.copy(), np.empty((n, 0)), x) == np.linalg.matrix_rank(A)
+        assert min_norm_lstsq(A.copy(), np.empty((n, 0)), x, w) == np.linalg.matrix_rank(A)
 
 
 def test_inverse_dynamics_takes_every_input_kind_as_the_c_path():

@@ -29,10 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import types
+from numba.extending import register_jitable
 
 from loopdyn.errors import ActuationError
 from loopdyn.kernels.linalg import min_norm_lstsq
-from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, counted, unliteral
+from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, block, entry, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import constraint_entry, constraints
 from loopdyn.tree import _DONE, rnea, rnea0_entry
@@ -60,8 +61,15 @@ METHODS = ("generic", "denoc")
 OK, REFUSED, BAD_INPUT = 0.0, -1.0, -2.0
 
 
-@counted  # allocates (the least squares' scratch): reference counted whoever calls it
-def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, out):
+@register_jitable  # Python here, compiled in the batch's loop
+def work_size(nv, k):
+    """Float64 items of ``generic_inverse``'s scratch ``w`` for nv coordinates and k =
+    na + m unknowns."""
+    return 2 * nv * k + 2 * nv + 4 * k
+
+
+@entry
+def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, out, w):
     """The generic closed-loop inverse dynamics of one state on a dense Data's buffer
     ``ctx`` (J of every closure row).
 
@@ -72,18 +80,29 @@ def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, 
     and the residual test |A x - b|₂ <= tol · max(1, |b|₂).  ``act``: the actuated
     coordinates (indices into v).  Out, written for status ``OK`` only: ``tau`` (nv,
     u at ``act``, zero elsewhere), ``lam`` (m), ``out`` = (|A x - b|₂, max(1, |b|₂),
-    max(|J v|∞, |J q̈ - γ|∞), rank J if ``want_rank``, with the same cut-off).
+    max(|J v|∞, |J q̈ - γ|∞), rank J if ``want_rank``, with the same cut-off).  ``w``:
+    scratch of ``work_size(nv, na + m)`` float64 (nothing is allocated).
     Returns ``OK``, ``REFUSED`` (the motion violates the closures or the actuators
     cannot produce it) or ``BAD_INPUT`` (the inputs failed rnea's checks).
     """
     m, d = handles(ctx)
     nv, nm, na = m.nv, m.nr, act.shape[0]
-    b = np.empty(nv)
+    k = na + nm
+    A, F = block(w, 0, (nv, k)), block(w, nv * k, (nv, k))  # A, and its factors
+    o = 2 * nv * k
+    B, b, x, lsq = (
+        block(w, o, (nv, 1)),
+        block(w, o + nv, nv),
+        block(w, o + 2 * nv, k),
+        (block(w, o + 2 * nv + k, 3 * k)),
+    )
     if rnea0_entry(ctx, q, v, qdd, b) != _DONE:
         return BAD_INPUT
-    A = np.zeros((nv, na + nm))
-    for k in range(na):
-        A[act[k], k] = 1.0
+    for j in range(nv):
+        for c in range(k):
+            A[j, c] = 0.0
+    for c in range(na):
+        A[act[c], c] = 1.0
     cerr = 0.0
     if nm:
         constraint_entry(ctx, q, v, unliteral(True))  # the same inputs rnea accepted
@@ -105,16 +124,18 @@ def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, 
         if not (ev <= closure_tol * jm * vm and ea <= closure_tol * (jm * am + gm)):
             return REFUSED
         cerr = max(ev, ea)
-    x = np.zeros(na + nm)  # nothing moves (nv = 0): no equation, the minimum-norm λ is 0
-    B = np.empty((nv, 1))
-    for j in range(nv):
-        B[j, 0] = b[j]
+    for c in range(k):
+        x[c] = 0.0  # nothing moves (nv = 0): no equation, the minimum-norm λ is 0
     if nv:
-        min_norm_lstsq(A.copy(), B, x)
+        for j in range(nv):
+            B[j, 0] = b[j]
+            for c in range(k):
+                F[j, c] = A[j, c]
+        min_norm_lstsq(F, B, x, lsq)
     res = bb = 0.0
     for j in range(nv):
         t = -b[j]
-        for c in range(na + nm):
+        for c in range(k):
             t += A[j, c] * x[c]
         res += t * t
         bb += b[j] * b[j]
@@ -123,21 +144,26 @@ def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, 
         return REFUSED
     for j in range(nv):
         tau[j] = 0.0
-    for k in range(na):
-        tau[act[k]] = x[k]
+    for c in range(na):
+        tau[act[c]] = x[c]
     for r in range(nm):
         lam[r] = x[na + r]
     out[0], out[1], out[2] = res, scale, cerr
     if want_rank:
-        # Jᵀ's rank (no right-hand side: x untouched)
-        out[3] = min_norm_lstsq(A[:, na:].copy(), np.empty((nv, 0)), x) if nm and nv else 0
+        rank = 0
+        if nm and nv:
+            JT = block(w, nv * k, (nv, nm))  # Jᵀ, over the factors (x is read out)
+            for j in range(nv):
+                for r in range(nm):
+                    JT[j, r] = A[j, na + r]
+            rank = min_norm_lstsq(JT, block(w, o, (nv, 0)), x, lsq)  # no right-hand side
+        out[3] = rank
     return OK
 
 
 _ACT = types.Array(types.int64, 1, "C", readonly=True)  # model.actuated, _indices
-# an entry itself (reference counted, as it allocates: no wrapper linking it again)
 GENERIC = Entry(generic_inverse, types.float64, BUF, IN, IN, IN, _ACT, types.float64,
-                types.float64, types.boolean, OUT, OUT, OUT)  # fmt: skip
+                types.float64, types.boolean, OUT, OUT, OUT, OUT)  # fmt: skip
 _INF = math.inf
 _empty = np.empty
 
@@ -241,8 +267,12 @@ def _generic(model, q, v, qdd, actuated, tol, closure_tol, data):
     ctx = d.ensure_dense().ctx if model.m else d.ctx
     nv = model.nv
     tau, lam, out = _empty(nv), _empty(model.m), _empty(4)
+    w = d.__dict__.get("inverse_work")  # the solve's scratch, kept on the Data
+    size = work_size(nv, act.size + model.m)
+    if w is None or w.size < size:
+        w = d.inverse_work = np.empty(size)
     try:  # lists, ints, float32 are converted by the entry itself (numba_internals.Entry)
-        st = GENERIC.call(ctx, q, v, qdd, act, tol, closure_tol, True, tau, lam, out)
+        st = GENERIC.call(ctx, q, v, qdd, act, tol, closure_tol, True, tau, lam, out, w)
     except TypeError:  # not real numbers: the checked path explains
         return None
     if st != OK:

@@ -2,13 +2,13 @@
 
 Hand-written because LAPACK calls cost more than the arithmetic on the small
 systems of closed-loop dynamics (DESIGN.md, Conventions).  All act on the leading
-n×n block of preallocated arrays, but ``min_norm_lstsq`` (its pivots and vectors).
+n×n block of preallocated arrays.
 """
 
 import numpy as np
 from numba import njit
 
-from loopdyn.kernels.numba_internals import counted
+from loopdyn.kernels.numba_internals import block, block_int
 
 
 @njit(cache=True)
@@ -224,11 +224,12 @@ def qr_lstsq(A, B):
 _EPS = np.finfo(np.float64).eps
 
 
-@counted  # allocates its scratch: reference counted whoever calls it first
-def min_norm_lstsq(A, B, x):
+@njit(cache=True)
+def min_norm_lstsq(A, B, x, w):
     """x = A⁺ b, the minimum-norm least-squares solution of A x = b for A (n × k) of any
     shape and rank, b = B[:, 0] (B: n × 1; n × 0 for the rank alone): numpy's
-    ``lstsq(A, b, rcond=None)`` to rounding.  Returns the numerical rank r.
+    ``lstsq(A, b, rcond=None)`` to rounding.  Returns the numerical rank r.  ``w``:
+    scratch of at least 3k float64 (a vector, the RZ vectors' heads, the pivots).
 
     Householder QR with column pivoting, A P = Q R (at step j the remaining column of
     largest norm), stopped where |R_jj| <= eps·max(n, k)·|R_00| (numpy's cut-off with R's
@@ -236,7 +237,7 @@ def min_norm_lstsq(A, B, x):
     [R11 R12] = [T 0] Z of R's first r rows (LAPACK's xGELSY), x = P Zᵀ [T⁻¹ (Qᵀb)_1; 0].
     A and B are overwritten."""
     n, k = A.shape[0], A.shape[1]
-    piv = np.empty(k, np.int64)
+    y, vi, piv = block(w, 0, k), block(w, k, k), block_int(w, 2 * k, k)
     for j in range(k):
         piv[j] = j
     r = 0
@@ -271,7 +272,6 @@ def min_norm_lstsq(A, B, x):
         return r
     # RZ: row i's reflector (acting on columns i and r..k-1) zeroes A[i, r:], applied from
     # the right to the rows above; its vector is (vi[i], A[i, r:])
-    vi = np.empty(max(r, 1))
     for i in range(r - 1 if r < k else -1, -1, -1):
         t = 0.0
         for c in range(r, k):
@@ -290,7 +290,8 @@ def min_norm_lstsq(A, B, x):
                 A[row, c] -= t2 * A[i, c]
         A[i, i] = alpha
     # T w = (Qᵀ b)[:r], then y = Zᵀ [w; 0] = H_{r-1} … H_0 [w; 0], x = P y
-    y = np.zeros(k)
+    for j in range(r, k):
+        y[j] = 0.0
     for j in range(r - 1, -1, -1):
         t = B[j, 0]
         for i in range(j + 1, r):
