@@ -140,16 +140,15 @@ def _inverse_chunks(CTX, Q, V, QDD, act, tol, closure_tol, TAU, LAM, ST):
     row.  ST: 0 (a result), -1 (the motion violates the closures or the actuators
     cannot produce it), -2 (the inputs failed the entry's checks)."""
     nc = CTX.shape[0]
-    out = np.empty((nc, 4))  # each chunk's residual, scale, closure error (unused)
     W = np.empty((nc, work_size(QDD.shape[1], act.shape[0] + LAM.shape[1])))  # scratch
     no_rank = unliteral(False)
     for c in prange(nc):
-        ctx, o, w = row(CTX, c), row(out, c), row(W, c)
+        ctx, w = row(CTX, c), row(W, c)
         lo, hi = _chunk(c, nc, Q.shape[0])
         for i in range(lo, hi):
             q, v, a = as_input(row(Q, i)), as_input(row(V, i)), as_input(row(QDD, i))
             tau, lam = row(TAU, i), row(LAM, i)
-            ST[i] = generic_inverse(ctx, q, v, a, act, tol, closure_tol, no_rank, tau, lam, o, w)
+            ST[i] = generic_inverse(ctx, q, v, a, act, tol, closure_tol, no_rank, tau, lam, w)
 
 
 # ------------------------------------------------------------------ helpers

@@ -63,13 +63,13 @@ OK, REFUSED, BAD_INPUT = 0.0, -1.0, -2.0
 
 @register_jitable  # Python here, compiled in the batch's loop
 def work_size(nv, k):
-    """Float64 items of ``generic_inverse``'s scratch ``w`` for nv coordinates and k =
-    na + m unknowns."""
-    return 2 * nv * k + 2 * nv + 4 * k
+    """Float64 items of ``generic_inverse``'s buffer ``w`` for nv coordinates and k =
+    na + m unknowns: 4 results, then the scratch."""
+    return 4 + 2 * nv * k + 2 * nv + 4 * k
 
 
 @entry
-def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, out, w):
+def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, w):
     """The generic closed-loop inverse dynamics of one state on a dense Data's buffer
     ``ctx`` (J of every closure row).
 
@@ -79,17 +79,19 @@ def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, 
     default cut-off (``kernels.linalg.min_norm_lstsq``: numpy's ``lstsq`` to rounding),
     and the residual test |A x - b|₂ <= tol · max(1, |b|₂).  ``act``: the actuated
     coordinates (indices into v).  Out, written for status ``OK`` only: ``tau`` (nv,
-    u at ``act``, zero elsewhere), ``lam`` (m), ``out`` = (|A x - b|₂, max(1, |b|₂),
-    max(|J v|∞, |J q̈ - γ|∞), rank J if ``want_rank``, with the same cut-off).  ``w``:
-    scratch of ``work_size(nv, na + m)`` float64 (nothing is allocated).
+    u at ``act``, zero elsewhere), ``lam`` (m), and ``w[:4]`` = (|A x - b|₂,
+    max(1, |b|₂), max(|J v|∞, |J q̈ - γ|∞), rank J if ``want_rank``, with the same
+    cut-off); ``w``: ``work_size(nv, na + m)`` float64, the rest scratch (nothing is
+    allocated).
     Returns ``OK``, ``REFUSED`` (the motion violates the closures or the actuators
     cannot produce it) or ``BAD_INPUT`` (the inputs failed rnea's checks).
     """
     m, d = handles(ctx)
     nv, nm, na = m.nv, m.nr, act.shape[0]
     k = na + nm
-    A, F = block(w, 0, (nv, k)), block(w, nv * k, (nv, k))  # A, and its factors
-    o = 2 * nv * k
+    out = block(w, 0, 4)
+    A, F = block(w, 4, (nv, k)), block(w, 4 + nv * k, (nv, k))  # A, and its factors
+    o = 4 + 2 * nv * k
     B, b, x, lsq = (
         block(w, o, (nv, 1)),
         block(w, o + nv, nv),
@@ -152,7 +154,7 @@ def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, 
     if want_rank:
         rank = 0
         if nm and nv:
-            JT = block(w, nv * k, (nv, nm))  # Jᵀ, over the factors (x is read out)
+            JT = block(w, 4 + nv * k, (nv, nm))  # Jᵀ, over the factors (x is read out)
             for j in range(nv):
                 for r in range(nm):
                     JT[j, r] = A[j, na + r]
@@ -163,7 +165,7 @@ def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, 
 
 _ACT = types.Array(types.int64, 1, "C", readonly=True)  # model.actuated, _indices
 GENERIC = Entry(generic_inverse, types.float64, BUF, IN, IN, IN, _ACT, types.float64,
-                types.float64, types.boolean, OUT, OUT, OUT, OUT)  # fmt: skip
+                types.float64, types.boolean, OUT, OUT, OUT)  # fmt: skip
 _INF = math.inf
 _empty = np.empty
 
@@ -266,19 +268,20 @@ def _generic(model, q, v, qdd, actuated, tol, closure_tol, data):
     d = workspace(model, data)
     ctx = d.ensure_dense().ctx if model.m else d.ctx
     nv = model.nv
-    tau, lam, out = _empty(nv), _empty(model.m), _empty(4)
-    w = d.__dict__.get("inverse_work")  # the solve's scratch, kept on the Data
+    tau, lam = _empty(nv), _empty(model.m)
+    w = d.__dict__.get("inverse_work")  # the solve's results and scratch, kept on the Data
     size = work_size(nv, act.size + model.m)
     if w is None or w.size < size:
         w = d.inverse_work = np.empty(size)
     try:  # lists, ints, float32 are converted by the entry itself (numba_internals.Entry)
-        st = GENERIC.call(ctx, q, v, qdd, act, tol, closure_tol, True, tau, lam, out, w)
+        st = GENERIC.call(ctx, q, v, qdd, act, tol, closure_tol, True, tau, lam, w)
     except TypeError:  # not real numbers: the checked path explains
         return None
     if st != OK:
         return None
     u = tau[act]
-    return InverseDynamicsResult(tau, u, lam, out[0], u.size > nv - out[3], out[2])
+    over = u.size > nv - int(w[3])  # more actuators than degrees of freedom
+    return InverseDynamicsResult(tau, u, lam, float(w[0]), over, float(w[2]))
 
 
 def _indices(model, actuated):
