@@ -308,6 +308,11 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None):
     tag = (used, info.rank, info.dropped)
     if info.dropped.size or used != method:
         bound = d.bound.pop(key, None)  # the fast path handles independent rows only
+        if info.dropped.size and used != method:
+            # nor may the fallback's binding serve a later call of ``used`` as its fast
+            # path: it writes λ on the independent rows only, and the rest of a fast call's
+            # λ would be memory from another call (cassie.sdf after sslm fell back)
+            d.bound.pop(used, None)
         if info.dropped.size and used == method and bound is not None and d.dense:
             # the dropped rows' check and λ compiled (DROPPED), for the next calls
             rd = np.ascontiguousarray(info.dropped, dtype=np.int64)
