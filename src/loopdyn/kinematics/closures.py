@@ -33,7 +33,7 @@ from loopdyn.kernels.numba_internals import BUF, IN, Entry, entry, unliteral
 from loopdyn.kernels.spatial import motion_to_child_at
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.frames import fk_kernel
-from loopdyn.model.closures import COUPLING, TRANSLATION
+from loopdyn.model.closures import COUPLING, ROT_DOT, ROT_HINGE, ROTATION, TRANSLATION
 from loopdyn.validation import configuration, vector, workspace
 
 # rows of the closure workspace cw (nc, 16, 3): frame A's rotation (3 rows) and
@@ -248,6 +248,268 @@ def _add_jacobian_rows(topo, Xw, S, b, lev, sign, r0, r1, row_int, rw, J):
         j = topo[j, 0]
 
 
+@njit(cache=True, inline="always")
+def _dot_row_rate(uw, ww, nw, wA, wB, alA, alB):
+    """d/dt [n·(ω_B - ω_A)] at q̈ = 0 of the row Φ = u_A·w_B (n = w × u, world axes),
+    with ṅ = (ω_B × w) × u + w × (ω_A × u): the row's -γ."""
+    bw0 = wB[1] * ww[2] - wB[2] * ww[1]
+    bw1 = wB[2] * ww[0] - wB[0] * ww[2]
+    bw2 = wB[0] * ww[1] - wB[1] * ww[0]
+    au0 = wA[1] * uw[2] - wA[2] * uw[1]
+    au1 = wA[2] * uw[0] - wA[0] * uw[2]
+    au2 = wA[0] * uw[1] - wA[1] * uw[0]
+    nd0 = bw1 * uw[2] - bw2 * uw[1] + ww[1] * au2 - ww[2] * au1
+    nd1 = bw2 * uw[0] - bw0 * uw[2] + ww[2] * au0 - ww[0] * au2
+    nd2 = bw0 * uw[1] - bw1 * uw[0] + ww[0] * au1 - ww[1] * au0
+    g = nd0 * (wB[0] - wA[0]) + nd1 * (wB[1] - wA[1]) + nd2 * (wB[2] - wA[2])
+    return g + nw[0] * (alB[0] - alA[0]) + nw[1] * (alB[1] - alA[1]) + nw[2] * (alB[2] - alA[2])
+
+
+# a hinge whose axis is reversed to within this sine (|a_A × a_B|) reads its swing π:
+# there the swing's direction, and with it its Jacobian (~1/sin), is undefined
+FLIP_SIN = 1e-8
+
+
+# Taylor coefficients in t = θ² (sympy), highest first: h = θ/sin θ, dh/dc and d²h/dc² in
+# c = cos θ (radius of convergence π), β(θ) of J_l⁻¹ and β'(θ)/θ (radius 2π)
+_H = (1414477 / 653837184000, 73 / 3421440, 127 / 604800, 31 / 15120, 7 / 360, 1 / 6, 1.0)
+_HP = (-4 / 200475, -2764 / 19348875, -2 / 2079, -4 / 675, -2 / 63, -2 / 15, -1 / 3)
+_HPP = (
+    121835513 / 926269344000,
+    3325549 / 4540536000,
+    187619 / 50450400,
+    1153 / 69300,
+    13 / 210,
+    6 / 35,
+    4 / 15,
+)
+_BETA = (
+    1 / 74724249600,
+    691 / 1307674368000,
+    1 / 47900160,
+    1 / 1209600,
+    1 / 30240,
+    1 / 720,
+    1 / 12,
+)
+_DBETA = (
+    3617 / 762187345920000,
+    1 / 6227020800,
+    691 / 130767436800,
+    1 / 5987520,
+    1 / 201600,
+    1 / 7560,
+    1 / 360,
+)
+
+
+@njit(cache=True, inline="always")
+def _horner(coefs, t):
+    s = 0.0
+    for c in coefs:
+        s = s * t + c
+    return s
+
+
+@njit(cache=True)
+def _swing_scale(rho, c):
+    """h = θ/sin θ and its derivatives dh/dc, d²h/dc² in c = cos θ, for the angle θ =
+    atan2(ρ, c) between a hinge's axes (ρ = sin θ); the series in θ² below 0.2 rad
+    (truncation < 1e-17), where the closed forms h' = (h c - 1)/ρ², h'' = (3 c h' + h)/ρ²
+    cancel."""
+    th = np.arctan2(rho, c)
+    if th < 0.2:
+        t = th * th
+        return _horner(_H, t), _horner(_HP, t), _horner(_HPP, t)
+    s2 = rho * rho
+    h = th / rho
+    hp = (h * c - 1.0) / s2
+    return h, hp, (3.0 * c * hp + h) / s2
+
+
+@njit(cache=True)
+def _log_beta(th):
+    """β(θ) = 1/θ² - cot(θ/2)/(2θ) of the inverse left Jacobian of SO(3),
+    J_l⁻¹(φ) = I - [φ]/2 + β [φ]², and β'(θ)/θ; the series below 0.5 rad (β is analytic
+    up to 2π, finite at π)."""
+    t = th * th
+    if th < 0.5:
+        return _horner(_BETA, t), _horner(_DBETA, t)
+    sh, ch = np.sin(0.5 * th), np.cos(0.5 * th)
+    cot = ch / sh
+    b = 1.0 / t - cot / (2.0 * th)
+    # β' = -2/θ³ + (2 cot(θ/2) + θ / sin²(θ/2)) / (4 θ²)
+    db = -2.0 / (t * th) + (2.0 * cot + th / (sh * sh)) / (4.0 * t)
+    return b, db / th
+
+
+@njit(cache=True, inline="always")
+def _cross(a0, a1, a2, b0, b1, b2):
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@njit(cache=True)
+def _log_rows(m, d, k, r0, r1, with_v):
+    """``ROT_LOG`` rows r0..r1-1 of closure k: Φ = e·φ, φ = log(R_Aᵀ R_B) (A axes,
+    e = w × u the row's axis), n = R_A K(φ)ᵀ e and γ = -e·(K̇ ω + K R_Aᵀ(Δα - ω_A ×
+    Δω)) with ω = R_Aᵀ Δω, K = J_l⁻¹(φ) = I - [φ]/2 + β [φ]² (so that φ̇ = K ω) and
+    K̇ ω = -φ̇ × ω/2 + β (φ̇ × (φ × ω) + φ × (φ̇ × ω)) + β̇ φ × (φ × ω)."""
+    cw, rw, row_vec = d.cw, d.rw, m.row_vec
+    RA, RB = cw[k, 0:3], cw[k, 4:7]  # world axes of frames A and B (columns)
+    # R = R_Aᵀ R_B: B's axes in A
+    R00 = RA[0, 0] * RB[0, 0] + RA[1, 0] * RB[1, 0] + RA[2, 0] * RB[2, 0]
+    R01 = RA[0, 0] * RB[0, 1] + RA[1, 0] * RB[1, 1] + RA[2, 0] * RB[2, 1]
+    R02 = RA[0, 0] * RB[0, 2] + RA[1, 0] * RB[1, 2] + RA[2, 0] * RB[2, 2]
+    R10 = RA[0, 1] * RB[0, 0] + RA[1, 1] * RB[1, 0] + RA[2, 1] * RB[2, 0]
+    R11 = RA[0, 1] * RB[0, 1] + RA[1, 1] * RB[1, 1] + RA[2, 1] * RB[2, 1]
+    R12 = RA[0, 1] * RB[0, 2] + RA[1, 1] * RB[1, 2] + RA[2, 1] * RB[2, 2]
+    R20 = RA[0, 2] * RB[0, 0] + RA[1, 2] * RB[1, 0] + RA[2, 2] * RB[2, 0]
+    R21 = RA[0, 2] * RB[0, 1] + RA[1, 2] * RB[1, 1] + RA[2, 2] * RB[2, 1]
+    R22 = RA[0, 2] * RB[0, 2] + RA[1, 2] * RB[1, 2] + RA[2, 2] * RB[2, 2]
+    # φ = log R: θ = atan2(|v|, (tr R - 1)/2) with v = vee(R - Rᵀ)/2 = sin θ · axis
+    v0, v1, v2 = 0.5 * (R21 - R12), 0.5 * (R02 - R20), 0.5 * (R10 - R01)
+    s = np.sqrt(v0 * v0 + v1 * v1 + v2 * v2)
+    c = 0.5 * (R00 + R11 + R22 - 1.0)
+    th = np.arctan2(s, c)
+    if c > 0.0:
+        f = th / s if s > 0.0 else 1.0
+        p0, p1, p2 = f * v0, f * v1, f * v2
+    else:
+        # θ >= π/2: the axis from the symmetric part (R + Rᵀ)/2 - c I = (1 - c) a aᵀ,
+        # its largest diagonal entry first; the sign of v (arbitrary at θ = π)
+        oc = 1.0 - c
+        B00, B11, B22 = R00 - c, R11 - c, R22 - c
+        if B00 >= B11 and B00 >= B22:
+            a0 = np.sqrt(B00 / oc)
+            a1, a2 = 0.5 * (R01 + R10) / (oc * a0), 0.5 * (R02 + R20) / (oc * a0)
+        elif B11 >= B22:
+            a1 = np.sqrt(B11 / oc)
+            a0, a2 = 0.5 * (R01 + R10) / (oc * a1), 0.5 * (R12 + R21) / (oc * a1)
+        else:
+            a2 = np.sqrt(B22 / oc)
+            a0, a1 = 0.5 * (R02 + R20) / (oc * a2), 0.5 * (R12 + R21) / (oc * a2)
+        na = np.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+        sg = th / na if a0 * v0 + a1 * v1 + a2 * v2 >= 0.0 else -th / na
+        p0, p1, p2 = sg * a0, sg * a1, sg * a2
+    beta, dbeta = _log_beta(th)
+    if with_v:
+        wA, alA, wB, alB = cw[k, 8], cw[k, 10], cw[k, 12], cw[k, 14]
+        dw0, dw1, dw2 = wB[0] - wA[0], wB[1] - wA[1], wB[2] - wA[2]
+        # ω = R_Aᵀ Δω and x = R_Aᵀ (Δα - ω_A × Δω), A axes
+        c0, c1, c2 = _cross(wA[0], wA[1], wA[2], dw0, dw1, dw2)
+        y0, y1, y2 = alB[0] - alA[0] - c0, alB[1] - alA[1] - c1, alB[2] - alA[2] - c2
+        o0 = RA[0, 0] * dw0 + RA[1, 0] * dw1 + RA[2, 0] * dw2
+        o1 = RA[0, 1] * dw0 + RA[1, 1] * dw1 + RA[2, 1] * dw2
+        o2 = RA[0, 2] * dw0 + RA[1, 2] * dw1 + RA[2, 2] * dw2
+        x0 = RA[0, 0] * y0 + RA[1, 0] * y1 + RA[2, 0] * y2
+        x1 = RA[0, 1] * y0 + RA[1, 1] * y1 + RA[2, 1] * y2
+        x2 = RA[0, 2] * y0 + RA[1, 2] * y1 + RA[2, 2] * y2
+        # φ̇ = K ω
+        f0, f1, f2 = _cross(p0, p1, p2, o0, o1, o2)  # φ × ω
+        g0, g1, g2 = _cross(p0, p1, p2, f0, f1, f2)  # φ × (φ × ω)
+        pd0 = o0 - 0.5 * f0 + beta * g0
+        pd1 = o1 - 0.5 * f1 + beta * g1
+        pd2 = o2 - 0.5 * f2 + beta * g2
+        # K̇ ω + K x
+        e0, e1, e2 = _cross(pd0, pd1, pd2, o0, o1, o2)  # φ̇ × ω
+        h0, h1, h2 = _cross(pd0, pd1, pd2, f0, f1, f2)  # φ̇ × (φ × ω)
+        k0, k1, k2 = _cross(p0, p1, p2, e0, e1, e2)  # φ × (φ̇ × ω)
+        bd = dbeta * (p0 * pd0 + p1 * pd1 + p2 * pd2)
+        fx0, fx1, fx2 = _cross(p0, p1, p2, x0, x1, x2)
+        gx0, gx1, gx2 = _cross(p0, p1, p2, fx0, fx1, fx2)
+        z0 = -0.5 * e0 + beta * (h0 + k0) + bd * g0 + x0 - 0.5 * fx0 + beta * gx0
+        z1 = -0.5 * e1 + beta * (h1 + k1) + bd * g1 + x1 - 0.5 * fx1 + beta * gx1
+        z2 = -0.5 * e2 + beta * (h2 + k2) + bd * g2 + x2 - 0.5 * fx2 + beta * gx2
+    for rr in range(r0, r1):
+        u, w = row_vec[rr, 0], row_vec[rr, 1]
+        a0, a1, a2 = _cross(w[0], w[1], w[2], u[0], u[1], u[2])  # the row's axis e
+        d.Phi[rr] = a0 * p0 + a1 * p1 + a2 * p2
+        # Kᵀ e = e + φ × e / 2 + β φ × (φ × e), then to world axes
+        f0, f1, f2 = _cross(p0, p1, p2, a0, a1, a2)
+        g0, g1, g2 = _cross(p0, p1, p2, f0, f1, f2)
+        n0, n1, n2 = a0 + 0.5 * f0 + beta * g0, a1 + 0.5 * f1 + beta * g1, a2 + 0.5 * f2 + beta * g2
+        nw = rw[rr, 2]
+        for r in range(3):
+            nw[r] = RA[r, 0] * n0 + RA[r, 1] * n1 + RA[r, 2] * n2
+        if with_v:
+            d.gamma[rr] = -(a0 * z0 + a1 * z1 + a2 * z2)
+
+
+@njit(cache=True)
+def _hinge_rows(m, d, k, r0, with_v):
+    """``ROT_HINGE`` rows r0, r0+1 of closure k (u = b, c ⟂ the hinge axis a = w): from
+    their dot products g = b_A·a_B, c_A·a_B, Φ = h(c) g with c = a_A·a_B and h = θ/sin θ
+    (the swing of the axis, |Φ| = θ); n = h n_g + h' g n_c (n_c = a_B × a_A, ċ = n_c·Δω)
+    and γ = h γ_g + h' g γ_c - h'' ċ² g - 2 h' ċ ġ.  Where the axis is reversed to
+    ``FLIP_SIN``, the swing reads π and its undefined Jacobian is replaced by -n_g (the
+    one of a swing in the plane of the two axes)."""
+    cw, rw, row_vec = d.cw, d.rw, m.row_vec
+    RA = cw[k, 0:3]
+    a = row_vec[r0, 1]
+    aA0 = RA[0, 0] * a[0] + RA[0, 1] * a[1] + RA[0, 2] * a[2]
+    aA1 = RA[1, 0] * a[0] + RA[1, 1] * a[1] + RA[1, 2] * a[2]
+    aA2 = RA[2, 0] * a[0] + RA[2, 1] * a[1] + RA[2, 2] * a[2]
+    aB = rw[r0, 1]
+    c = aA0 * aB[0] + aA1 * aB[1] + aA2 * aB[2]
+    g1, g2 = d.Phi[r0], d.Phi[r0 + 1]
+    rho = np.sqrt(g1 * g1 + g2 * g2)
+    if c < 0.0 and rho < FLIP_SIN:
+        if rho > 0.0:
+            h = np.arctan2(rho, c) / rho
+            d.Phi[r0], d.Phi[r0 + 1] = h * g1, h * g2
+        else:
+            d.Phi[r0], d.Phi[r0 + 1] = np.pi, 0.0
+        for rr in range(r0, r0 + 2):
+            for r in range(3):
+                rw[rr, 2, r] = -rw[rr, 2, r]
+            if with_v:
+                d.gamma[rr] = -d.gamma[rr]
+        return
+    h, hp, hpp = _swing_scale(rho, c)
+    nc0, nc1, nc2 = _cross(aB[0], aB[1], aB[2], aA0, aA1, aA2)
+    if with_v:
+        wA, alA, wB, alB = cw[k, 8], cw[k, 10], cw[k, 12], cw[k, 14]
+        dw0, dw1, dw2 = wB[0] - wA[0], wB[1] - wA[1], wB[2] - wA[2]
+        cdot = nc0 * dw0 + nc1 * dw1 + nc2 * dw2
+        # γ_c of the dot-product row a_A·a_B, through the rows' shared formula
+        gc = -_dot_row_rate((aA0, aA1, aA2), aB, (nc0, nc1, nc2), wA, wB, alA, alB)
+    for t in range(2):
+        rr = r0 + t
+        g = g1 if t == 0 else g2
+        nw = rw[rr, 2]
+        if with_v:
+            gdot = nw[0] * dw0 + nw[1] * dw1 + nw[2] * dw2
+            d.gamma[rr] = (
+                h * d.gamma[rr] + hp * g * gc - hpp * cdot * cdot * g - 2.0 * hp * cdot * gdot
+            )
+        nw[0] = h * nw[0] + hp * g * nc0
+        nw[1] = h * nw[1] + hp * g * nc1
+        nw[2] = h * nw[2] + hp * g * nc2
+        d.Phi[rr] = h * g
+
+
+@njit(cache=True)
+def _rotation_residuals(m, d, with_v):
+    """The rotation rows of ``ROT_HINGE`` and ``ROT_LOG`` form (``row_int[r, 2]``): Φ, n
+    (``d.rw[r, 2]``) and γ from those ``closure_terms`` left as dot products."""
+    row_int = m.row_int
+    rr = 0
+    while rr < m.nr:
+        form = row_int[rr, 2]
+        if row_int[rr, 1] != ROTATION or form == ROT_DOT:
+            rr += 1
+            continue
+        k = row_int[rr, 0]
+        r1 = rr
+        while r1 < m.nr and row_int[r1, 0] == k and row_int[r1, 1] == ROTATION:
+            r1 += 1
+        if form == ROT_HINGE:
+            _hinge_rows(m, d, k, rr, with_v)
+        else:
+            _log_rows(m, d, k, rr, r1, with_v)
+        rr = r1
+
+
 @njit(cache=True)
 def closure_terms(m, d, q, v, with_v, want_J):
     """Φ, J (if ``want_J``) and γ (if ``with_v``) into ``d`` from the body poses,
@@ -347,19 +609,11 @@ def closure_terms(m, d, q, v, with_v, want_J):
                 + uw[2] * (aB[2] - aA[2] - cd2)
             )
         else:
-            # d/dt [n·(ω_B - ω_A)], ṅ = (ω_B × w) × u + w × (ω_A × u)
-            bw0 = wB[1] * ww[2] - wB[2] * ww[1]
-            bw1 = wB[2] * ww[0] - wB[0] * ww[2]
-            bw2 = wB[0] * ww[1] - wB[1] * ww[0]
-            au0 = wA[1] * uw[2] - wA[2] * uw[1]
-            au1 = wA[2] * uw[0] - wA[0] * uw[2]
-            au2 = wA[0] * uw[1] - wA[1] * uw[0]
-            nd0 = bw1 * uw[2] - bw2 * uw[1] + ww[1] * au2 - ww[2] * au1
-            nd1 = bw2 * uw[0] - bw0 * uw[2] + ww[2] * au0 - ww[0] * au2
-            nd2 = bw0 * uw[1] - bw1 * uw[0] + ww[0] * au1 - ww[1] * au0
-            g = nd0 * (wB[0] - wA[0]) + nd1 * (wB[1] - wA[1]) + nd2 * (wB[2] - wA[2])
-            g += nw[0] * (alB[0] - alA[0]) + nw[1] * (alB[1] - alA[1]) + nw[2] * (alB[2] - alA[2])
+            g = _dot_row_rate(uw, ww, nw, wA, wB, alA, alB)
         d.gamma[rr] = -g
+    # rotation rows whose residual is more than one dot product (the hinge's swing, the
+    # log map): Φ, n and γ of those rows, from the dot products above
+    _rotation_residuals(m, d, with_v)
     if want_J:
         J = d.J
         J[:, :] = 0.0

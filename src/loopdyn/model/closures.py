@@ -10,10 +10,24 @@ derivative is J v:
   J v = u_A · (v_B - v_A(p_B)), the relative velocity of B's origin with respect
   to the point of body a that coincides with it.  Its multiplier is the force
   along u_A applied to body b at B's origin (and its opposite to body a).
-- rotation row about a unit ``a`` fixed in A: with (a, b, c) right-handed
-  orthonormal, Φ = c_A · b_B, zero when the frames are aligned about a;
-  J v = n · (ω_B - ω_A) with n = b_B × c_A, which equals a_A at alignment.
-  Its multiplier is the moment about n applied to body b (opposite on a).
+- rotation row about a unit ``a`` fixed in A: J v = n · (ω_B - ω_A), n a world
+  vector equal to a_A where the frames are aligned; its multiplier is the moment
+  about n applied to body b (opposite on a).  The residual depends on what the
+  closure's rotation rows constrain together (``rotation_form``), so that it
+  vanishes on the closed configurations only (a single dot product per axis also
+  vanishes at a half-turn: a weld open by π would read 0):
+
+  - ``ROT_LOG`` (weld, prismatic, three or more generic axes, every planar
+    rotation row): Φ = a · φ with φ = log(R_Aᵀ R_B) the rotation vector of B
+    relative to A (A axes, |φ| <= π), so |Φ| of the rows is the angle between
+    the frames; n = R_A K(φ)ᵀ a with K = J_l⁻¹(φ), the inverse left Jacobian of
+    SO(3) (φ̇ = K R_Aᵀ (ω_B - ω_A)).
+  - ``ROT_HINGE`` (revolute, two generic axes; hinge axis a, b ⟂ a): the swing
+    of the axis, Φ = θ/sin θ · (b_A · a_B) with θ the angle between a_A and a_B
+    (|Φ| of the two rows is θ; π where the axis is reversed).
+  - ``ROT_DOT`` (universal, one generic axis): Φ = c_A · b_B, zero exactly where a
+    universal joint about c (in A) and b (in B) closes; |Φ| = sin of the angle by
+    which b_B is off the plane ⟂ c_A.
 
 | kind        | 3D rows                               | planar rows (x–y plane)   |
 |-------------|---------------------------------------|---------------------------|
@@ -44,6 +58,21 @@ from loopdyn.model.joints import _axis
 
 KINDS = ("ball", "revolute", "universal", "prismatic", "weld", "generic")
 TRANSLATION, ROTATION, COUPLING = 0, 1, 2
+# the residual form of a closure's rotation rows (``row_int[r, 2]``, see the module doc):
+# ROT_DOT one dot product (a universal's row: its zero set is the universal's), ROT_HINGE
+# the swing of a hinge's axis, ROT_LOG components of the relative rotation's log map
+ROT_DOT, ROT_HINGE, ROT_LOG = 0, 1, 2
+
+
+def rotation_form(n_rot, planar):
+    """The residual form of a closure with ``n_rot`` rotation rows: two are a hinge's
+    (``_hinge_rows``), one is a universal's dot product in 3D and the angle about z in
+    a planar model, three or more constrain the whole relative rotation."""
+    if n_rot == 2:
+        return ROT_HINGE
+    if n_rot == 1 and not planar:
+        return ROT_DOT
+    return ROT_LOG
 
 
 def _triad(a):

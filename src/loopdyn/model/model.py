@@ -17,9 +17,10 @@ Packed arrays (read-only, used by the compiled kernels):
 - ``cl_X`` float64 (nc, 2, 4, 3): placements of frames A and B on those bodies
 - ``row_int`` int64 (m, 6): closure index and kind (0 translation, 1 rotation,
   2 coupling) of each constraint row, then for a coupling the v indices of joints a
-  and b and their q indices (-1 otherwise); ``row_vec`` float64 (m, 2, 3): its
-  vectors u (frame A) and w (frame B), for a coupling (ratio, offset) in
-  ``row_vec[r, 0, :2]``; see ``loopdyn.model.closures``
+  and b and their q indices, for a rotation row its residual form (``ROT_DOT``,
+  ``ROT_HINGE``, ``ROT_LOG`` of ``loopdyn.model.closures``) and -1s (-1 otherwise);
+  ``row_vec`` float64 (m, 2, 3): its vectors u (frame A) and w (frame B), for a
+  coupling (ratio, offset) in ``row_vec[r, 0, :2]``; see ``loopdyn.model.closures``
 
 Kernels do not read these arrays from the ``Model`` but from the packed buffer of
 a ``Data`` (``model.create_data()``, ``loopdyn.model.layout``), which holds a copy.
@@ -30,7 +31,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from loopdyn.errors import ModelError
-from loopdyn.model.closures import COUPLING, KINDS, ClosureSpec, CouplingSpec
+from loopdyn.model.closures import (
+    COUPLING,
+    KINDS,
+    ROTATION,
+    ClosureSpec,
+    CouplingSpec,
+    rotation_form,
+)
 from loopdyn.model.joints import (
     FREE,
     JOINT_NAMES,
@@ -257,7 +265,12 @@ class Model:
                     fi = self.frame_index(fname)
                     cl_body[k, side] = self.frame_body[fi]
                     cl_X[k, side] = self.frame_X[fi]
-                r = [(kind, u, w, (-1, -1, -1, -1)) for kind, u, w in c.rows(self.planar)]
+                spec_rows = c.rows(self.planar)
+                form = rotation_form(sum(x[0] == ROTATION for x in spec_rows), self.planar)
+                r = [
+                    (kind, u, w, (form if kind == ROTATION else -1, -1, -1, -1))
+                    for kind, u, w in spec_rows
+                ]
             if isinstance(c, CouplingSpec):
                 cl_body[k] = (self._joint_body(c.joint_a), self._joint_body(c.joint_b))
             slices.append(slice(len(rows), len(rows) + len(r)))
