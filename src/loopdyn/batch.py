@@ -24,6 +24,7 @@ The rows run in blocks of ``BLOCK`` states, one compiled call each, so that Ctrl
 ``BatchResult`` with every finished element and ``INTERRUPTED`` for the others.
 """
 
+import warnings
 import weakref
 from dataclasses import dataclass
 
@@ -31,8 +32,9 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from loopdyn.analysis import inverse as _inverse
 from loopdyn.analysis.inverse import _indices, generic_inverse, work_size
-from loopdyn.errors import BatchInterrupted, LoopdynError, SingularityError
+from loopdyn.errors import BatchInterrupted, LoopdynError, NonUniqueWarning, SingularityError
 from loopdyn.kernels.numba_internals import as_input, row, unliteral
 from loopdyn.methods import dynamics
 from loopdyn.methods.common import NONFINITE_INPUT, SINGULAR
@@ -60,13 +62,19 @@ class BatchResult:
     statuses for forward dynamics; ``FAILED`` / ``NOT_FINITE`` otherwise; ``INTERRUPTED``
     for the elements a Ctrl-C left undone, see :class:`loopdyn.BatchInterrupted`).
     ``failed``: the indices of the failed elements; ``fallbacks``: how many elements
-    took the single-call path.
+    took the single-call path.  ``inverse_dynamics_batch`` only (None otherwise):
+    ``unique`` and ``tau_unique`` (N,) bool, per element the flags of
+    ``ld.inverse_dynamics``' result (the whole answer, the actuator forces unique;
+    False in failed rows), and ``rank`` (N,) int, rank [B Jᵀ] (-1 in failed rows).
     """
 
     out: np.ndarray
     lam: np.ndarray | None
     status: np.ndarray
     fallbacks: int = 0
+    unique: np.ndarray | None = None
+    tau_unique: np.ndarray | None = None
+    rank: np.ndarray | None = None
 
     @property
     def qdd(self):
@@ -137,8 +145,10 @@ def _tree_chunks(inverse, CTX, Q, V, X, OUTS, ST):
 @njit(cache=True, parallel=True, nogil=True)
 def _inverse_chunks(CTX, Q, V, QDD, act, tol, closure_tol, TAU, LAM, ST):
     """``ld.inverse_dynamics`` (generic: ``analysis.inverse.generic_inverse``) of every
-    row.  ST: 0 (a result), -1 (the motion violates the closures or the actuators
-    cannot produce it), -2 (the inputs failed the entry's checks)."""
+    row.  ST (3, N): ST[0] the status, 0 (a result), -1 (the motion violates the
+    closures or the actuators cannot produce it), -2 (the inputs failed the entry's
+    checks); for a result ST[1] = rank [B Jᵀ] and ST[2] = rank J (``generic_inverse``
+    computes the latter only where [B Jᵀ] is rank deficient, else it is m)."""
     nc = CTX.shape[0]
     W = np.empty((nc, work_size(QDD.shape[1], act.shape[0] + LAM.shape[1])))  # scratch
     no_rank = unliteral(False)
@@ -148,7 +158,10 @@ def _inverse_chunks(CTX, Q, V, QDD, act, tol, closure_tol, TAU, LAM, ST):
         for i in range(lo, hi):
             q, v, a = as_input(row(Q, i)), as_input(row(V, i)), as_input(row(QDD, i))
             tau, lam = row(TAU, i), row(LAM, i)
-            ST[i] = generic_inverse(ctx, q, v, a, act, tol, closure_tol, no_rank, tau, lam, w)
+            st = generic_inverse(ctx, q, v, a, act, tol, closure_tol, no_rank, tau, lam, w)
+            ST[0, i] = st
+            ST[1, i] = w[4] if st == 0.0 else -1.0
+            ST[2, i] = w[3] if st == 0.0 else -1.0
 
 
 # ------------------------------------------------------------------ helpers
@@ -440,7 +453,11 @@ def inverse_dynamics_batch(
     ``closure_tol`` as there).  Out: :class:`BatchResult` with ``tau`` (N, nv, zero
     off the actuated coordinates), ``lam`` (N, m), ``status`` 0, ``FAILED`` (the
     motion violates the closures or the actuators cannot produce it: the single call
-    raises ``ActuationError``) or ``NOT_FINITE``.
+    raises ``ActuationError``) or ``NOT_FINITE``, and per element the uniqueness flags
+    ``unique``, ``tau_unique`` and ``rank`` of the single call's result (False / -1 in
+    failed rows).  Elements whose actuator forces are not unique give one
+    :class:`loopdyn.NonUniqueWarning` for the batch (their count, their first indices
+    and, at the first, what is undetermined); each answer is the minimum-norm one.
     """
     Q, V = _states(model, Q, V)
     n, nv, m = Q.shape[0], model.nv, model.m
@@ -450,7 +467,8 @@ def inverse_dynamics_batch(
     closure_tol = scalar(closure_tol, "closure_tol", model, positive=True)
     tau = np.full((n, nv), np.nan)
     lam = np.full((n, m), np.nan)
-    st = np.full(n, FAILED)
+    ST = np.full((3, n), FAILED)  # status, rank [B Jᵀ], rank J (_inverse_chunks)
+    st = ST[0]
     done, stopped = n, False
     if n:
         ctx = model.data.ensure_dense().ctx if m else model.data.ctx
@@ -459,10 +477,17 @@ def inverse_dynamics_batch(
         def block(lo, hi):
             _inverse_chunks(
                 CTX, Q[lo:hi], V[lo:hi], QDD[lo:hi], act, tol, closure_tol, tau[lo:hi],
-                lam[lo:hi], st[lo:hi],
+                lam[lo:hi], ST[:, lo:hi],
             )  # fmt: skip
 
         done, stopped = _blocks(n, block)
+    ok = st == OK
+    na, k = act.size, act.size + m
+    unique = ok & (ST[1] >= k)
+    tau_unique = unique | (ok & (ST[1] - ST[2] >= na))  # as InverseDynamicsResult's
+    rank = np.where(ok, ST[1], -1.0).astype(np.int64)
+    if not stopped and not np.all(tau_unique[ok]):
+        _warn_non_unique(model, Q, act, ST, np.flatnonzero(ok & ~tau_unique))
     redo = np.flatnonzero(st[:done] == -2.0)
 
     def one(i):  # the checked path says why
@@ -473,8 +498,22 @@ def inverse_dynamics_batch(
         else:
             st[i] = FAILED
 
-    res = BatchResult(tau, lam, st, redo.size)
+    res = BatchResult(tau, lam, st, redo.size, unique, tau_unique, rank)
     return _complete(model, res, redo, one, done, stopped, on_error, "inverse dynamics")
+
+
+def _warn_non_unique(model, Q, act, ST, rows):
+    """One :class:`NonUniqueWarning` for the batch elements ``rows`` whose actuator
+    forces are not unique (``ST``: ``_inverse_chunks``' statuses and ranks); what is
+    undetermined is named at the first of them."""
+    i = int(rows[0])
+    rank, rank_j = int(ST[1, i]), int(ST[2, i])
+    over = act.size > model.nv - rank_j
+    null = _inverse._Undetermined(model, act, _inverse.matrix_at(model, Q[i], act), rank)
+    shown = ", ".join(str(j) for j in rows[:10].tolist()) + (" …" if rows.size > 10 else "")
+    where = f" at {rows.size} of {Q.shape[0]} states (indices {shown}), named at state {i}"
+    msg = _inverse.non_unique_message(model, act.size, rank, over, null, where)
+    warnings.warn(msg, NonUniqueWarning, stacklevel=3)
 
 
 __all__ = [

@@ -24,6 +24,16 @@ class ActuationError(LoopdynError):
     """The actuators cannot produce the requested closed-loop motion."""
 
 
+class NonUniqueWarning(UserWarning):
+    """The actuator forces of ``ld.inverse_dynamics`` (or of some rows of
+    ``ld.inverse_dynamics_batch``) are not unique: [B Jᵀ] [u; λ] = M q̈ + h has
+    a null space with a component on u (more actuators than degrees of freedom, or
+    actuators dependent at this configuration).  The message names the undetermined
+    actuators and closures; the answer returned is the minimum-norm one (least
+    |u|² + |λ|²).  Redundant closure rows alone (u unique, λ not) do not warn: the
+    result says so (``unique`` False, ``tau_unique`` True)."""
+
+
 class SimulationError(LoopdynError):
     """``ld.simulate`` stopped before ``t_end``.
 

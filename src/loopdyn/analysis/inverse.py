@@ -12,6 +12,22 @@ forces u and the multipliers λ together:
 - under-actuated or a singular configuration: if the residual is not ~0 the
   motion cannot be produced and :class:`ActuationError` is raised.
 
+Uniqueness.  With r = rank [B Jᵀ] (the numerical rank the solve itself used) and
+k = na + m unknowns, the answer is unique iff r = k (``unique``); otherwise every
+[u; λ] + z, z in the null space of [B Jᵀ] (dimension ``nullity`` = k - r), produces the
+same motion and the minimum-norm one is returned.  The actuator forces alone are
+unique iff no null vector moves u, i.e. iff r = na + rank J (``tau_unique``): redundant
+closure rows (rank J < m) leave λ undetermined (Jᵀλ is still unique) but not u.  So
+``unique`` = ``tau_unique`` and rank J = m, and ``over_actuated`` (na > nv - rank J,
+more actuators than degrees of freedom: na + rank J > nv >= r) implies not
+``tau_unique``; u can also be non-unique without over-actuation when the actuators are
+dependent at the state (two actuated coordinates tied by a closure, a singular
+configuration) and the motion needs no force along what they cannot drive.  A
+non-unique u warns (:class:`loopdyn.NonUniqueWarning`, naming the undetermined
+actuators and closures); a non-unique λ alone does not (the flags and
+``undetermined_closures`` say it), as ``ld.forward_dynamics`` returns the minimum-norm
+multipliers of redundant rows silently.
+
 ``method="denoc"``: Saha & Schiehlen's recursive inverse dynamics IDA-1..3 for the
 parallel mechanisms of ``ld.parallel_structure`` (O(n), no dense matrix): the
 actuator forces from the actuated accelerations, the multipliers from the wrenches
@@ -25,17 +41,18 @@ the checked NumPy path below, which raises the error that says why.
 """
 
 import math
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import types
 from numba.extending import register_jitable
 
-from loopdyn.errors import ActuationError
+from loopdyn.errors import ActuationError, NonUniqueWarning
 from loopdyn.kernels.linalg import min_norm_lstsq
 from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, block, entry, unliteral
 from loopdyn.kernels.views import handles
-from loopdyn.kinematics.closures import constraint_entry, constraints
+from loopdyn.kinematics.closures import constraint_entry, constraint_jacobian, constraints
 from loopdyn.tree import _DONE, rnea, rnea0_entry
 from loopdyn.validation import configuration, scalar, vector, workspace
 
@@ -44,8 +61,18 @@ from loopdyn.validation import configuration, scalar, vector, workspace
 class InverseDynamicsResult:
     """``tau`` (nv, non-zero only at ``model.actuated``), ``u`` (the actuated entries),
     ``lam`` (m, multipliers as in ``ForwardDynamicsResult``), ``residual`` (norm of
-    the unexplained generalized force), ``over_actuated`` and ``constraint_error``
-    (max violation of J q̇ = 0 and J q̈ = γ by the given motion)."""
+    the unexplained generalized force), ``over_actuated`` (more actuators than degrees
+    of freedom, na > nv - rank J) and ``constraint_error`` (max violation of J q̇ = 0
+    and J q̈ = γ by the given motion).
+
+    Uniqueness of the answer (the module docstring derives it): ``rank`` = rank
+    [B Jᵀ], ``nullity`` = na + m - ``rank`` (the dimension of the undetermined part),
+    ``unique`` (``nullity`` == 0: u and λ both unique), ``tau_unique`` (u and ``tau``
+    unique, even where λ is not: rank [B Jᵀ] = na + rank J).  ``over_actuated``
+    implies not ``tau_unique``; ``unique`` implies ``tau_unique``.  When not
+    ``unique`` the answer is the minimum-norm one, and ``undetermined_actuators`` /
+    ``undetermined_closures`` name what the null space of [B Jᵀ] moves (computed on
+    first access)."""
 
     tau: np.ndarray
     u: np.ndarray
@@ -53,6 +80,56 @@ class InverseDynamicsResult:
     residual: float
     over_actuated: bool
     constraint_error: float
+    unique: bool
+    tau_unique: bool
+    rank: int
+    nullity: int
+    _null: object = field(default=None, repr=False, compare=False)  # an _Undetermined
+
+    @property
+    def undetermined_actuators(self):
+        """Indices into v of the actuated coordinates whose force is not unique (empty
+        when ``tau_unique``)."""
+        return self._null.get()[0] if self._null is not None else np.zeros(0, np.int64)
+
+    @property
+    def undetermined_closures(self):
+        """Names of the closures whose multipliers are not unique (empty when
+        ``unique``)."""
+        return self._null.get()[1] if self._null is not None else ()
+
+
+# a share of an unknown in the null space of [B Jᵀ] above this is not negligible
+NULL_TOL = 1e-8
+
+
+class _Undetermined:
+    """What the null space of A = [B Jᵀ] moves, computed on first use (an SVD; only
+    for a rank-deficient A): ``matrix`` is A (nv × (na + m)) or a function returning it,
+    ``rank`` the rank the solve used."""
+
+    __slots__ = ("_got", "act", "matrix", "model", "rank")
+
+    def __init__(self, model, act, matrix, rank):
+        self.model, self.act, self.matrix, self.rank = model, act, matrix, rank
+        self._got = None
+
+    def get(self):
+        """(actuated coordinates, closure names) with a share > ``NULL_TOL`` in the null
+        space: the rows of an orthonormal null basis N (k × (k - r), the right singular
+        vectors past the rank) of non-negligible norm, |N[c, :]| being how far unknown c
+        moves along unit null vectors."""
+        if self._got is None:
+            A = self.matrix() if callable(self.matrix) else self.matrix
+            k = A.shape[1]
+            Vt = np.linalg.svd(A)[2] if A.shape[0] else np.eye(k)
+            share = np.sqrt((Vt[self.rank :] ** 2).sum(axis=0))
+            free = share > NULL_TOL
+            na, model = self.act.size, self.model
+            rows = np.flatnonzero(free[na:])
+            closures = sorted({int(c) for c in model.row_int[rows, 0]})
+            self._got = (self.act[free[:na]], tuple(model.closures[c] for c in closures))
+        return self._got
 
 
 METHODS = ("generic", "denoc")
@@ -64,8 +141,8 @@ OK, REFUSED, BAD_INPUT = 0.0, -1.0, -2.0
 @register_jitable  # Python here, compiled in the batch's loop
 def work_size(nv, k):
     """Float64 items of ``generic_inverse``'s buffer ``w`` for nv coordinates and k =
-    na + m unknowns: 4 results, then the scratch."""
-    return 4 + 2 * nv * k + 2 * nv + 4 * k
+    na + m unknowns: 5 results, then the scratch."""
+    return 5 + 2 * nv * k + 2 * nv + 4 * k
 
 
 @entry
@@ -79,19 +156,22 @@ def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, 
     default cut-off (``kernels.linalg.min_norm_lstsq``: numpy's ``lstsq`` to rounding),
     and the residual test |A x - b|₂ <= tol · max(1, |b|₂).  ``act``: the actuated
     coordinates (indices into v).  Out, written for status ``OK`` only: ``tau`` (nv,
-    u at ``act``, zero elsewhere), ``lam`` (m), and ``w[:4]`` = (|A x - b|₂,
-    max(1, |b|₂), max(|J v|∞, |J q̈ - γ|∞), rank J if ``want_rank``, with the same
-    cut-off); ``w``: ``work_size(nv, na + m)`` float64, the rest scratch (nothing is
-    allocated).
+    u at ``act``, zero elsewhere), ``lam`` (m), and ``w[:5]`` = (|A x - b|₂,
+    max(1, |b|₂), max(|J v|∞, |J q̈ - γ|∞), rank J, rank A): rank A the solve's own
+    numerical rank (A = [B Jᵀ], its pivoted QR), rank J by a second pivoted QR with the
+    same cut-off if ``want_rank`` or A is rank deficient, else m (A's columns, J's rows
+    among them, are independent); A itself stays in ``w[5 : 5 + nv (na + m)]`` (nv ×
+    (na + m), C order) for the null-space analysis of a deficient A.  ``w``:
+    ``work_size(nv, na + m)`` float64, the rest scratch (nothing is allocated).
     Returns ``OK``, ``REFUSED`` (the motion violates the closures or the actuators
     cannot produce it) or ``BAD_INPUT`` (the inputs failed rnea's checks).
     """
     m, d = handles(ctx)
     nv, nm, na = m.nv, m.nr, act.shape[0]
     k = na + nm
-    out = block(w, 0, 4)
-    A, F = block(w, 4, (nv, k)), block(w, 4 + nv * k, (nv, k))  # A, and its factors
-    o = 4 + 2 * nv * k
+    out = block(w, 0, 5)
+    A, F = block(w, 5, (nv, k)), block(w, 5 + nv * k, (nv, k))  # A, and its factors
+    o = 5 + 2 * nv * k
     B, b, x, lsq = (
         block(w, o, (nv, 1)),
         block(w, o + nv, nv),
@@ -128,12 +208,13 @@ def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, 
         cerr = max(ev, ea)
     for c in range(k):
         x[c] = 0.0  # nothing moves (nv = 0): no equation, the minimum-norm λ is 0
+    rank_a = 0
     if nv:
         for j in range(nv):
             B[j, 0] = b[j]
             for c in range(k):
                 F[j, c] = A[j, c]
-        min_norm_lstsq(F, B, x, lsq)
+        rank_a = min_norm_lstsq(F, B, x, lsq)
     res = bb = 0.0
     for j in range(nv):
         t = -b[j]
@@ -150,16 +231,17 @@ def generic_inverse(ctx, q, v, qdd, act, tol, closure_tol, want_rank, tau, lam, 
         tau[act[c]] = x[c]
     for r in range(nm):
         lam[r] = x[na + r]
-    out[0], out[1], out[2] = res, scale, cerr
-    if want_rank:
+    out[0], out[1], out[2], out[4] = res, scale, cerr, rank_a
+    rank = nm  # A of full column rank: J's rows are independent
+    if want_rank or rank_a < k:
         rank = 0
         if nm and nv:
-            JT = block(w, 4 + nv * k, (nv, nm))  # Jᵀ, over the factors (x is read out)
+            JT = block(w, 5 + nv * k, (nv, nm))  # Jᵀ, over the factors (x is read out)
             for j in range(nv):
                 for r in range(nm):
                     JT[j, r] = A[j, na + r]
             rank = min_norm_lstsq(JT, block(w, o, (nv, 0)), x, lsq)  # no right-hand side
-        out[3] = rank
+    out[3] = rank
     return OK
 
 
@@ -187,11 +269,20 @@ def inverse_dynamics(
     actuators cannot produce it (relative residual above ``tol``).  Both methods run
     compiled on the inputs as given (lists, read-only, strided, float32 included);
     inputs or a motion they refuse are checked here, which names the culprit.
+
+    The result says whether the answer is unique (``unique``, ``tau_unique``,
+    ``rank``, ``nullity``; see :class:`InverseDynamicsResult`); where the actuator
+    forces are not (over-actuated, or dependent actuators), a
+    :class:`loopdyn.NonUniqueWarning` names the undetermined actuators and closures
+    and the minimum-norm answer is returned.  Closure rows that are redundant with
+    each other (λ not unique, u unique) do not warn.  ``method="denoc"`` drives as
+    many independent actuators as degrees of freedom: its u is unique, its λ unique
+    unless closure rows were dropped as redundant.
     """
     if method == "generic":
         res = _generic(model, q, v, qdd, actuated, tol, closure_tol, data)
         if res is not None:
-            return res
+            return res if res.tau_unique else _warned(model, res)
     elif method == "denoc" and _tolerances(tol, closure_tol):
         return _denoc(model, q, v, qdd, actuated, tol, data)  # its entry checks the inputs
     elif method not in METHODS:
@@ -204,7 +295,82 @@ def inverse_dynamics(
     if method == "denoc":
         return _denoc(model, q, v, qdd, actuated, tol, data)
     act = model.actuated if actuated is None else _indices(model, actuated)
-    return generic_checked(model, q, v, qdd, act, tol, closure_tol, data)
+    return _warned(model, generic_checked(model, q, v, qdd, act, tol, closure_tol, data))
+
+
+def _warned(model, res):
+    """``res``, after a :class:`NonUniqueWarning` if its actuator forces are not unique
+    (pointing at the caller of ``inverse_dynamics``)."""
+    if not res.tau_unique:
+        msg = non_unique_message(model, res.u.size, res.rank, res.over_actuated, res._null)
+        warnings.warn(msg, NonUniqueWarning, stacklevel=3)
+    return res
+
+
+def non_unique_message(model, na, rank, over, null, where=""):
+    """The :class:`NonUniqueWarning` text: ``na`` actuators, ``rank`` = rank [B Jᵀ],
+    ``over`` the over-actuation flag, ``null`` the ``_Undetermined`` of [B Jᵀ];
+    ``where``: e.g. " at state 3"."""
+    act, closures = null.get()
+    k = na + model.m
+    parts = []
+    if act.size:
+        names = [f"{j} ({_coordinate(model, j)})" for j in act.tolist()]
+        parts.append("actuators at coordinates " + _listed(names))
+    if closures:
+        parts.append("closures " + _listed([repr(c) for c in closures]))
+    why = (
+        "over-actuated: more actuators than degrees of freedom"
+        if over
+        else "the actuators are dependent at this configuration"
+    )
+    return (
+        f"{model.name}: the actuator forces are not unique{where} ({why}): [B Jᵀ] has rank "
+        f"{rank} for {k} unknowns ({na} actuator forces, {k - na} multipliers), "
+        f"{k - rank} undetermined direction(s) moving the {'; '.join(parts)}. The "
+        "answer returned is the minimum-norm one (least |u|² + |λ|²)"
+    )
+
+
+def _listed(items, most=12):
+    """``items`` joined by commas, the ones past ``most`` counted."""
+    more = f" and {len(items) - most} more" if len(items) > most else ""
+    return ", ".join(items[:most]) + more
+
+
+def _coordinate(model, j):
+    """The joint name of coordinate ``j`` of v (``name[i]`` for a multi-DOF joint)."""
+    t = model.topo
+    for i in range(model.nbodies):
+        if t[i, 3] <= j < t[i, 3] + t[i, 5]:
+            name = model.joint_names[i]
+            return name if t[i, 5] == 1 else f"{name}[{j - t[i, 3]}]"
+    return "?"
+
+
+def matrix_at(model, q, act):
+    """A function returning [B Jᵀ] at ``q`` (a copy of it: evaluated later)."""
+    q = np.array(q, dtype=np.float64)
+
+    def matrix():
+        A = np.zeros((model.nv, act.size + model.m))
+        A[act, np.arange(act.size)] = 1.0
+        A[:, act.size :] = constraint_jacobian(model, configuration(model, q)).T
+        return A
+
+    return matrix
+
+
+def _result(tau, u, lam, res, over, cerr, rank_a, rank_j, null):
+    """``InverseDynamicsResult`` with the uniqueness flags from rank A = rank [B Jᵀ]
+    and rank J (na + m unknowns; ``null``: the ``_Undetermined`` of a deficient A)."""
+    na, k = u.size, u.size + lam.size
+    unique = rank_a >= k
+    tau_unique = unique or rank_a - rank_j >= na  # no null vector moves u
+    return InverseDynamicsResult(
+        tau, u, lam, res, over, cerr, unique, tau_unique, rank_a, k - rank_a,
+        None if unique else null,
+    )  # fmt: skip
 
 
 def generic_checked(model, q, v, qdd, act, tol, closure_tol, data=None):
@@ -237,7 +403,7 @@ def generic_checked(model, q, v, qdd, act, tol, closure_tol, data=None):
     A = np.zeros((model.nv, na + model.m))
     A[act, np.arange(na)] = 1.0
     A[:, na:] = J.T
-    x, *_ = np.linalg.lstsq(A, b, rcond=None)
+    x, _, rank_a, _ = np.linalg.lstsq(A, b, rcond=None)
     res = float(np.linalg.norm(A @ x - b))
     scale = max(1.0, float(np.linalg.norm(b)))
     rank_J = np.linalg.matrix_rank(J) if J.size else 0
@@ -246,7 +412,8 @@ def generic_checked(model, q, v, qdd, act, tol, closure_tol, data=None):
     _check(model, act, res, scale, cerr, tol)
     tau = np.zeros(model.nv)
     tau[act] = x[:na]
-    return InverseDynamicsResult(tau, x[:na].copy(), x[na:].copy(), res, over, cerr)
+    null = _Undetermined(model, act, A, int(rank_a))
+    return _result(tau, x[:na].copy(), x[na:].copy(), res, over, cerr, int(rank_a), rank_J, null)
 
 
 def _tolerances(tol, closure_tol):
@@ -280,8 +447,13 @@ def _generic(model, q, v, qdd, actuated, tol, closure_tol, data):
     if st != OK:
         return None
     u = tau[act]
-    over = u.size > nv - int(w[3])  # more actuators than degrees of freedom
-    return InverseDynamicsResult(tau, u, lam, float(w[0]), over, float(w[2]))
+    rank_a, rank_j, k = int(w[4]), int(w[3]), act.size + model.m
+    over = u.size > nv - rank_j  # more actuators than degrees of freedom
+    if rank_a == k:  # unique (_result's flags, without its call)
+        return InverseDynamicsResult(tau, u, lam, float(w[0]), over, float(w[2]), True, True, k, 0)
+    # rare: keep A (the buffer is the next call's) for the null space
+    null = _Undetermined(model, act, w[5 : 5 + nv * k].reshape(nv, k).copy(), rank_a)
+    return _result(tau, u, lam, float(w[0]), over, float(w[2]), rank_a, rank_j, null)
 
 
 def _indices(model, actuated):
@@ -334,4 +506,11 @@ def _denoc(model, q, v, qdd, actuated, tol, data):
     tau, lam, res, b2, cerr = denoc.inverse_terms(model, q, v, qdd, data=data)
     scale = max(1.0, b2)
     _check(model, act, res, scale, cerr, tol)
-    return InverseDynamicsResult(tau, tau[act], lam, res, False, cerr)  # a copy
+    # IDA-1..3 succeeded: as many actuators as degrees of freedom, each leg's passive
+    # rates solved from its actuated one, so u is unique: rank [B Jᵀ] = na + rank J,
+    # rank J the rows DeNOC kept (its row detection, ld.forward_dynamics')
+    rank_j = workspace(model, data).nrows if model.m else 0
+    null = None
+    if rank_j < model.m:  # redundant rows: λ is not unique (rare; J on demand)
+        null = _Undetermined(model, act, matrix_at(model, q, act), act.size + rank_j)
+    return _result(tau, tau[act], lam, res, False, cerr, act.size + rank_j, rank_j, null)
