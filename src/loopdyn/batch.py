@@ -449,7 +449,7 @@ def inverse_dynamics_batch(
     producing QDD (N, nv) at (Q, V) (N, nq), (N, nv).
 
     Compiled in parallel: rnea, the closure checks and the least-squares solve
-    [B Jᵀ] [u; λ] = M q̈ + h of ``ld.inverse_dynamics`` (``actuated``, ``tol``,
+    ``[B Jᵀ] [u; λ] = M q̈ + h`` of ``ld.inverse_dynamics`` (``actuated``, ``tol``,
     ``closure_tol`` as there).  Out: :class:`BatchResult` with ``tau`` (N, nv, zero
     off the actuated coordinates), ``lam`` (N, m), ``status`` 0, ``FAILED`` (the
     motion violates the closures or the actuators cannot produce it: the single call

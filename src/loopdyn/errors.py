@@ -26,7 +26,7 @@ class ActuationError(LoopdynError):
 
 class NonUniqueWarning(UserWarning):
     """The actuator forces of ``ld.inverse_dynamics`` (or of some rows of
-    ``ld.inverse_dynamics_batch``) are not unique: [B Jᵀ] [u; λ] = M q̈ + h has
+    ``ld.inverse_dynamics_batch``) are not unique: ``[B Jᵀ] [u; λ] = M q̈ + h`` has
     a null space with a component on u (more actuators than degrees of freedom, or
     actuators dependent at this configuration).  The message names the undetermined
     actuators and closures; the answer returned is the minimum-norm one (least
