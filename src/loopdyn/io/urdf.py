@@ -277,9 +277,74 @@ def read(data, name, path=None, package_dirs=None, max_bytes=_xml.MAX_BYTES, flo
         for j in _xml.children(el, "joint"):
             if j.get("name"):
                 desc.actuated.append(j.get("name"))
+    _refuse_rootless_cycle(desc)
+    _refuse_mimic_cycle(desc)
     # the root: the link that is nobody's child
     children = {j.child for j in desc.joints}
     tops = [L.name for L in desc.links if L.name not in children]
     if tops:
         desc.root_hint = tops[0]
     return desc
+
+
+def _refuse_rootless_cycle(desc):
+    """ModelError naming the joints and links of a cycle of parent -> child joints that
+    no root leads into: every link of it is a joint's child, so nothing in the file says
+    where the part hangs from.  (A link that is the child of two joints, one of them
+    from a root, closes a loop: that is not refused here.)"""
+    parents, children = {}, {}
+    for j in desc.joints:
+        parents.setdefault(j.child, []).append(j)
+        children.setdefault(j.parent, []).append(j)
+    reached = {WORLD} | {L.name for L in desc.links if L.name not in parents}
+    stack = list(reached)
+    while stack:
+        for j in children.get(stack.pop(), ()):
+            if j.child not in reached:
+                reached.add(j.child)
+                stack.append(j.child)
+    for L in desc.links:
+        if L.name in reached:
+            continue
+        # every parent of a link no root reaches is itself unreached: walk up to a cycle
+        at, path, x = {}, [], L.name
+        while x in parents and x not in at:
+            at[x] = len(path)
+            path.append(parents[x][0])
+            x = path[-1].parent
+        if x not in at:  # an undeclared parent link: the graph checks name it
+            continue
+        cycle = path[at[x] :][::-1]  # parent -> child order
+        k = min(range(len(cycle)), key=lambda i: cycle[i].line)
+        cycle = cycle[k:] + cycle[:k]
+        links = " -> ".join([j.parent for j in cycle] + [cycle[0].parent])
+        joints = ", ".join(repr(j.name) for j in cycle)
+        raise desc.error(
+            cycle[0].line,
+            f"joints {joints}",
+            f"links {links} form a cycle that no root link leads to (each is a joint's "
+            "child); a URDF hangs from a root link, one that is no joint's child: make a "
+            "link of the cycle the root (remove or reverse one of these joints; a loop "
+            "can be closed with <loop>)",
+        )
+
+
+def _refuse_mimic_cycle(desc):
+    """ModelError naming URDF mimic joints that mimic each other in a cycle (itself
+    included): none of them follows a driven joint."""
+    mimics = {c.joint_b: c for c in desc.couplings if c.source == "mimic joint"}
+    for start in mimics:
+        at, x = {}, start
+        while x in mimics and x not in at:
+            at[x] = len(at)
+            x = mimics[x].joint_a
+        if x not in at:
+            continue
+        cycle = list(at)[at[x] :]
+        chain = " mimics ".join(repr(j) for j in [*cycle, cycle[0]])
+        raise desc.error(
+            mimics[cycle[0]].line,
+            f"mimic joint {cycle[0]!r}",
+            f"mimic joints form a cycle ({chain}): none of them follows a joint that "
+            "moves on its own; remove the <mimic> of one of them",
+        )

@@ -1,0 +1,168 @@
+"""Garbage in, no name out (issue 37, item 6): each input below gets a loopdyn error (or a
+``ValueError`` / ``TypeError``) naming the argument or element at fault and the limit or
+what to do; the command line exits 2 with one line on stderr and no traceback.
+
+1. a URDF whose joints form a cycle with no root link;
+2. URDF mimic joints that mimic each other in a cycle;
+3. a native TOML file nested deeper than the reader's limit (was a RecursionError);
+4. something other than a ``Model`` where a model is expected (was an AttributeError);
+5. ``ModelBuilder(planar=True)`` given a joint that leaves the x–y plane;
+6. unbounded sizes (sweep grids, output times) refused before any work, with an estimate;
+7. a non-positive or non-finite ``t_end`` (``--t-end`` on the command line).
+"""
+
+import re
+import signal
+from contextlib import contextmanager
+from functools import cache
+
+import pytest
+from typer.testing import CliRunner
+
+import loopdyn as ld
+from loopdyn.cli import app
+
+NAN, INF = float("nan"), float("inf")
+runner = CliRunner()
+ENV = {"COLUMNS": "2000"}  # no wrapping by the console: "one line" is the message's own
+LIMIT_S = 10  # a refusal comes at once; the inputs below ran for minutes (or forever)
+
+
+@contextmanager
+def time_limit(seconds=LIMIT_S):
+    def handler(signum, frame):
+        raise TimeoutError(f"no answer within {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@cache
+def fb():
+    return ld.examples.four_bar()
+
+
+def _cli(*args):
+    """Run the command line as a user does; the result of ``CliRunner.invoke``."""
+    with time_limit():
+        return runner.invoke(app, list(args), env=ENV)
+
+
+def _assert_cli_refuses(r, culprit):
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    assert "Traceback" not in r.output
+    assert r.exit_code == 2, r.output
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1, err
+    assert re.search(culprit, err, re.I), err
+    return err
+
+
+# --------------------------------------------------------------------------- 1. URDF cycles
+_INERTIAL = (
+    '<inertial><mass value="1"/>'
+    '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>'
+)
+
+
+def _urdf(links, joints, mimic=None):
+    """URDF text: ``links`` names, ``joints`` (name, parent, child) revolute about z;
+    ``mimic``: {joint: joint it mimics}."""
+    mimic = mimic or {}
+    out = ['<robot name="bad">']
+    for name in links:
+        inertial = "" if name == "base" else _INERTIAL
+        out.append(f'<link name="{name}">{inertial}</link>')
+    for name, parent, child in joints:
+        m = f'<mimic joint="{mimic[name]}" multiplier="2"/>' if name in mimic else ""
+        out.append(
+            f'<joint name="{name}" type="continuous"><parent link="{parent}"/>'
+            f'<child link="{child}"/><origin xyz="1 0 0"/><axis xyz="0 0 1"/>{m}</joint>'
+        )
+    out.append("</robot>")
+    return "\n".join(out)
+
+
+def _load_urdf(text):
+    with time_limit():
+        return ld.io.loads(text, "urdf", name="bad.urdf")
+
+
+@pytest.mark.parametrize(
+    "links, joints, cycle",
+    [
+        (["a", "b", "c"], [("ab", "a", "b"), ("bc", "b", "c"), ("ca", "c", "a")], "abc"),
+        (["a", "b"], [("ab", "a", "b"), ("ba", "b", "a")], "ab"),
+        # a rooted arm beside the cycle, and a link hanging from the cycle
+        (
+            ["base", "arm", "a", "b", "c", "d"],
+            [
+                ("arm", "base", "arm"),
+                ("ab", "a", "b"),
+                ("bc", "b", "c"),
+                ("cd", "c", "d"),
+                ("ca", "c", "a"),
+            ],
+            "abc",
+        ),
+    ],
+    ids=["three-links", "two-links", "beside-a-rooted-arm"],
+)
+def test_a_urdf_joint_cycle_without_a_root_names_its_joints_and_links(links, joints, cycle):
+    with pytest.raises(ld.ModelError) as e:
+        _load_urdf(_urdf(links, joints))
+    msg = str(e.value)
+    assert "bad.urdf" in msg and re.search(r"cycle", msg) and re.search(r"root", msg), msg
+    names = {j: (p, c) for j, p, c in joints}
+    in_cycle = [j for j, (p, c) in names.items() if p in cycle and c in cycle]
+    for j in in_cycle:
+        assert repr(j) in msg, msg
+    for link in cycle:
+        assert re.search(rf"\b{link}\b", msg), msg
+    assert "'cd'" not in msg and "'arm'" not in msg, msg
+
+
+def test_a_urdf_loop_that_hangs_from_a_root_still_loads():
+    """A link that is the child of two joints closes a loop (URDF+): not a rootless cycle."""
+    text = _urdf(
+        ["base", "a", "b", "c"],
+        [("base_a", "base", "a"), ("ab", "a", "b"), ("bc", "b", "c"), ("ca", "c", "a")],
+    )
+    model = ld.io.loads(text, "urdf", name="loop.urdf", assemble=False)
+    assert model.m > 0
+
+
+# --------------------------------------------------------------------------- 2. mimic cycles
+_CHAIN = (
+    ["base", "l1", "l2", "l3"],
+    [("j1", "base", "l1"), ("j2", "l1", "l2"), ("j3", "l2", "l3")],
+)
+
+
+@pytest.mark.parametrize(
+    "mimic, cycle",
+    [
+        ({"j1": "j2", "j2": "j1"}, ["j1", "j2"]),
+        ({"j1": "j2", "j2": "j3", "j3": "j1"}, ["j1", "j2", "j3"]),
+        ({"j1": "j2", "j2": "j3", "j3": "j2"}, ["j2", "j3"]),  # j1 mimics into a cycle
+        ({"j2": "j2"}, ["j2"]),
+    ],
+    ids=["two", "three", "tail-into-two", "itself"],
+)
+def test_urdf_mimic_joints_in_a_cycle_are_refused_naming_the_cycle(mimic, cycle):
+    with pytest.raises(ld.ModelError) as e:
+        _load_urdf(_urdf(*_CHAIN, mimic=mimic))
+    msg = str(e.value)
+    assert "bad.urdf" in msg and "mimic" in msg and "cycle" in msg, msg
+    for j in cycle:
+        assert repr(j) in msg, msg
+
+
+def test_a_mimic_chain_without_a_cycle_still_loads():
+    model = ld.io.loads(_urdf(*_CHAIN, mimic={"j1": "j2", "j2": "j3"}), "urdf", name="ok.urdf")
+    assert len(model.metadata["couplings"]) == 2
