@@ -166,3 +166,31 @@ def test_urdf_mimic_joints_in_a_cycle_are_refused_naming_the_cycle(mimic, cycle)
 def test_a_mimic_chain_without_a_cycle_still_loads():
     model = ld.io.loads(_urdf(*_CHAIN, mimic={"j1": "j2", "j2": "j3"}), "urdf", name="ok.urdf")
     assert len(model.metadata["couplings"]) == 2
+
+
+# --------------------------------------------------------------------------- 3. deep TOML
+@pytest.mark.parametrize(
+    "value",
+    ["[" * 50_000 + "]" * 50_000, "{a = " * 5_000 + "1" + "}" * 5_000],
+    ids=["arrays", "inline-tables"],
+)
+def test_a_toml_file_nested_too_deep_is_a_file_error_naming_the_limit(tmp_path, value):
+    from loopdyn.io.native import MAX_NESTING
+
+    path = tmp_path / "deep.toml"
+    path.write_text(f'format = "loopdyn-model"\nversion = 1\nx = {value}\n')
+    with pytest.raises(ld.ModelError) as e, time_limit():
+        ld.load(path)
+    msg = str(e.value)
+    assert "deep.toml" in msg and str(MAX_NESTING) in msg and "nest" in msg, msg
+
+
+def test_brackets_inside_toml_strings_do_not_count_as_nesting(tmp_path):
+    path = tmp_path / "m.toml"
+    ld.save(fb(), path)
+    text = path.read_text()
+    deep = "[" * 500 + "{" * 500
+    text = re.sub(r"(?m)^description = .*$", f"description = '{deep}'", text, count=1)
+    path.write_text(text + f"# {deep}\n")
+    model = ld.load(path)
+    assert model.description.startswith("[[[")

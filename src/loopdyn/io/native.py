@@ -491,6 +491,39 @@ def _name(r, t, section, index, kind):
     return n
 
 
+#: deepest nesting of arrays and inline tables read: a model file nests 2 deep (a 3×3
+#: matrix), and ``tomllib`` recurses per level (50,000 levels: a RecursionError)
+MAX_NESTING = 32
+_TOO_DEEP = (
+    f"arrays or inline tables nested deeper than {MAX_NESTING} levels, the limit of "
+    "loopdyn's TOML reader (a loopdyn model nests 2: a 3×3 matrix)"
+)
+# TOML strings and comments: their brackets do not nest
+_NOT_CODE = re.compile(
+    r'"""[\s\S]*?"""(?!")|\'\'\'[\s\S]*?\'\'\'(?!\')|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*'
+)
+
+
+def _check_nesting(text, name):
+    """ModelError naming the file and the line where arrays or inline tables nest deeper
+    than ``MAX_NESTING``, before ``tomllib`` recurses into them."""
+    if text.count("[") + text.count("{") <= MAX_NESTING:
+        return
+    code = _NOT_CODE.sub(lambda m: "\n" * m.group().count("\n"), text).encode()
+    b = np.frombuffer(code, dtype=np.uint8)
+    depth, step = 0, 1 << 22
+    for k in range(0, b.size, step):  # in chunks: a file of 64 MiB of brackets
+        c = b[k : k + step]
+        d = depth + np.cumsum(
+            ((c == 91) | (c == 123)).astype(np.int8) - ((c == 93) | (c == 125)), dtype=np.int64
+        )
+        deep = np.flatnonzero(d > MAX_NESTING)
+        if deep.size:
+            line = code.count(b"\n", 0, k + int(deep[0])) + 1
+            raise ModelError(f"{name} line {line}: {_TOO_DEEP}")
+        depth = int(d[-1]) if d.size else depth
+
+
 def read(data, name, max_bytes=MAX_BYTES, parameters=None):
     """A Model from native TOML ``data`` (bytes or str) of file ``name``."""
     from loopdyn.io._graph import check_finite
@@ -514,12 +547,15 @@ def _read(data, name, max_bytes, parameters):
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise ModelError(f"{name} line {line}: not UTF-8 text ({e.reason})") from None
+    _check_nesting(text, name)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         msg = str(e)
         m = re.search(r"line (\d+)", msg)
         raise ModelError(f"{name} line {m.group(1) if m else 1}: not valid TOML ({msg})") from None
+    except RecursionError:  # not reached after _check_nesting, unless called very deep
+        raise ModelError(f"{name}: {_TOO_DEEP}") from None
     r = _Reader(text, name, parameters)
     for key in doc:
         if key not in _TOP:
