@@ -40,7 +40,7 @@ from loopdyn.methods import dynamics
 from loopdyn.methods.common import NONFINITE_INPUT, SINGULAR
 from loopdyn.methods.dynamics import method_call
 from loopdyn.tree import aba, aba0_entry, rnea, rnea0_entry
-from loopdyn.validation import scalar
+from loopdyn.validation import model_arg, scalar
 
 # statuses of aba_batch / rnea_batch / inverse_dynamics_batch elements (fd: the method's own)
 OK = 0.0
@@ -196,6 +196,7 @@ def _rows(model, X, n, width, what):
 
 def _states(model, Q, V):
     """Q (N, nq) and V (N, nv) checked; V None -> zeros."""
+    model_arg(model)
     if type(Q) is np.ndarray and Q.ndim == 2 and _ready(Q, (Q.shape[0], model.nq)):
         return Q, _rows(model, V, Q.shape[0], model.nv, "V")
     Q = np.asarray(Q, dtype=np.float64)

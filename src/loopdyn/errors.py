@@ -12,6 +12,11 @@ class ModelError(LoopdynError, ValueError):
     """A model cannot be built: unknown parent, bad inertia, zero axis, cycle, ..."""
 
 
+class NotAModelError(ModelError, TypeError):
+    """Something other than a :class:`loopdyn.Model` was given where a model is expected
+    (None, a catalog name, a ``Data``, ...): a ``ModelError`` and a ``TypeError``."""
+
+
 class AssemblyError(LoopdynError):
     """The loop closures cannot be satisfied from the given guess."""
 

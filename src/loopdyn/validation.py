@@ -9,11 +9,34 @@ with an error that names the model and the argument.
 
 import numpy as np
 
+from loopdyn.errors import NotAModelError
 from loopdyn.kernels.checks import bad_quaternion
 from loopdyn.model.data import Data
+from loopdyn.model.model import Model
 
 _F64 = np.dtype(np.float64)
 _ND = np.ndarray
+
+
+def model_arg(model):
+    """``model`` if it is a loopdyn ``Model``, else :class:`loopdyn.errors.NotAModelError`
+    (a ``ModelError`` and a ``TypeError``) saying what was given and where a model comes
+    from.  ``workspace`` and ``configuration`` call it: the first check of every entry."""
+    if isinstance(model, Model):
+        return model
+    if isinstance(model, str):
+        hint = f"; a catalog model: ld.examples.get({model!r}), a file: ld.load(path)"
+    elif type(model) is Data:
+        hint = "; a Data is a model's workspace: pass data.model, and the Data as data="
+    else:
+        hint = " (ld.examples.get(name), ld.load(path) or ModelBuilder(...).build())"
+    given = "None" if model is None else f"a {type(model).__name__} {_short(model)}"
+    raise NotAModelError(f"model: a loopdyn Model is expected, got {given}{hint}")
+
+
+def _short(x):
+    r = repr(x)
+    return r if len(r) <= 60 else r[:57] + "..."
 
 
 def vector(x, n, what, model, finite=True):
@@ -65,6 +88,8 @@ def scalar(x, what, model, positive=False):
 def configuration(model, q):
     """Validated q (nq); rejects a zero or non-finite quaternion (others are normalised in
     kernels)."""
+    if type(model) is not Model:
+        model_arg(model)
     q = vector(q, model.nq, "q", model)
     if model.has_quaternions:
         k = bad_quaternion(model.topo, np.ascontiguousarray(q))
@@ -103,6 +128,8 @@ def workspace(model, data):
     ValueError if ``data`` is not a ``Data`` of this model: kernels index it with
     the model's sizes.
     """
+    if type(model) is not Model:
+        model_arg(model)
     d = model.data if data is None else data
     if type(d) is not Data or d.model is not model:
         owner = f"model {d.model.name!r}" if type(d) is Data else f"a {type(d).__name__}"

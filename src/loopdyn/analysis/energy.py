@@ -4,7 +4,7 @@ import numpy as np
 
 from loopdyn.kinematics.frames import forward_kinematics
 from loopdyn.tree import crba
-from loopdyn.validation import vector
+from loopdyn.validation import model_arg, vector
 
 
 def centres_of_mass(model, q, data=None):
@@ -25,7 +25,7 @@ def potential_energy(model, q, data=None):
 
 def kinetic_energy(model, q, v, data=None):
     """T(q, v) = ½ vᵀ M(q) v (J)."""
-    v = vector(v, model.nv, "v", model)
+    v = vector(v, model_arg(model).nv, "v", model)
     return float(0.5 * v @ crba(model, q, data=data) @ v)
 
 

@@ -152,6 +152,9 @@ def _load_checked(data, name, path, fmt, options):
 
 def save(model, path, format=None):
     """Write ``model`` to ``path``: ``.toml`` native (exact round trip) or ``.xml`` MJCF."""
+    from loopdyn.validation import model_arg
+
+    model_arg(model)
     fmt = _format(path, format)
     if fmt == "native":
         from loopdyn.io import native

@@ -72,7 +72,7 @@ from loopdyn.topology.mechanism import elimination_order, topology
 from loopdyn.tree.aba import aba_bodies
 from loopdyn.tree.crba import composite_inertias, crba_columns
 from loopdyn.tree.rnea import rnea_from_kinematics
-from loopdyn.validation import configuration, vector, workspace
+from loopdyn.validation import configuration, model_arg, vector, workspace
 
 # ------------------------------------------------------------------ the plan
 # header of the packed int64 plan: counts, then section offsets
@@ -1279,7 +1279,7 @@ def gicm(model, q, v=None, tau=None, data=None):
     loop (closure), and for each block the subsystems whose terms
     J_{r,j} I_j⁻¹ J_{s,j}ᵀ make it up.  Printable as a table.
     """
-    if model.m == 0:
+    if model_arg(model).m == 0:
         raise ValueError(f"{model.name}: the model has no closures, hence no GICM")
     if model.nv == 0:
         raise ValueError(f"{model.name}: nothing moves (nv = 0): no subsystems, hence no GICM")

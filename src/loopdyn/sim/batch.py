@@ -24,7 +24,7 @@ from loopdyn.methods.rcr import independent_columns
 from loopdyn.model.data import Data
 from loopdyn.sim import compiled as compiled_loop
 from loopdyn.sim.simulate import check_arguments, simulate
-from loopdyn.validation import configuration, vector
+from loopdyn.validation import configuration, model_arg, vector
 
 # ld.simulate's options that simulate_batch passes on
 OPTIONS = (
@@ -120,7 +120,7 @@ def simulate_batch(
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     checked = {k: x for k, x in options.items() if k not in ("independent", "repartition")}
     a = check_arguments(method=method, t_end=t_end, **checked)
-    dynamics.check_method(model, method, model.data)
+    dynamics.check_method(model_arg(model), method, model.data)
     Q, V = _states(model, Q0, V0)
     n = Q.shape[0]
     taus = _per_element(model, tau, n)

@@ -60,7 +60,7 @@ from loopdyn.sim.stabilization import (
     evaluate_trajectory,
     tau_function,
 )
-from loopdyn.validation import configuration, vector
+from loopdyn.validation import configuration, model_arg, vector
 
 MAX_OUTPUTS = 10_000_000  # output times: each holds a full state and its dynamics
 # an adaptive step whose trial stage is singular is retried from the last accepted state
@@ -207,7 +207,7 @@ def simulate(
     )  # fmt: skip
     t_end, rtol, atol, dt, max_step = a["t_end"], a["rtol"], a["atol"], a["dt"], a["max_step"]
     gains, repartition_cond, constraint_tol = a["gains"], a["repartition_cond"], a["constraint_tol"]
-    d = model.data if data is None else data
+    d = model_arg(model).data if data is None else data
     dynamics.check_method(model, method, d)  # a method that does not apply: ModelError, now
     if independent is not None:  # joint names or indices into v: a ValueError, now
         independent = independent_columns(model, independent)

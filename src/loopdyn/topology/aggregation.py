@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from loopdyn.errors import ModelError
+from loopdyn.validation import model_arg
 
 GROUND = "ground"
 
@@ -369,7 +370,7 @@ def aggregation(model, q=None):
 
     from loopdyn.methods.embedding import partition_at
 
-    cuts, groups, aggregate_of = structure(model)
+    cuts, groups, aggregate_of = structure(model_arg(model))
     q = model.q0 if q is None else q
     parts = partition_at(model, q)
     bodies = []

@@ -35,6 +35,7 @@ import numpy as np
 
 from loopdyn.errors import ModelError
 from loopdyn.model.joints import FIXED, FREE, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, _axis
+from loopdyn.validation import model_arg
 
 OTHER_METHODS = (
     "use method='augmented' (or 'slm', 'sslm', 'recursive_lambda', 'embedding'), which "
@@ -237,6 +238,7 @@ def parallel_structure(model, platform=None, q=None):
     (default ``model.q0``).  Returns a :class:`ParallelStructure` (cached on the
     model for ``platform=None`` and ``q=None``).
     """
+    model_arg(model)
     cacheable = platform is None and q is None
     if cacheable and getattr(model, "_parallel_structure", None) is not None:
         return model._parallel_structure

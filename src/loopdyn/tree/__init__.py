@@ -32,7 +32,7 @@ from loopdyn.model.data import Data
 from loopdyn.tree.aba import aba_kernel
 from loopdyn.tree.crba import crba_kernel
 from loopdyn.tree.rnea import rnea_kernel
-from loopdyn.validation import configuration, vector, workspace, wrenches
+from loopdyn.validation import configuration, model_arg, vector, workspace, wrenches
 
 # statuses of the entries: OK (rnea, crba) / -1 (aba: no singular body), or a STATE_*
 _DONE = -1
@@ -114,12 +114,12 @@ def _data_ctx(model, data):
 def rnea(model, q, v, a, fext=None, data=None):
     """Inverse dynamics of the tree: τ = M(q) a + h(q, v) - Σ Jᵀ fext (nv,)."""
     if fext is None:
-        tau = _empty(model.nv)
-        ctx = model._ctx if data is None else _data_ctx(model, data)
         try:
+            tau = _empty(model.nv)
+            ctx = model._ctx if data is None else _data_ctx(model, data)
             if RNEA0.call(ctx, q, v, a, tau) == _DONE:
                 return tau
-        except TypeError:  # not real numbers: the checked path explains
+        except (TypeError, AttributeError):  # not real numbers, not a model: explained below
             pass
     d = workspace(model, data)
     q = configuration(model, q)
@@ -133,17 +133,17 @@ def rnea(model, q, v, a, fext=None, data=None):
 
 def nonlinear_effects(model, q, v, data=None):
     """Bias forces h(q, v) = C(q, v) v + g(q) (nv,): rnea with zero acceleration."""
-    return rnea(model, q, v, np.zeros(model.nv), data=data)
+    return rnea(model_arg(model), q, v, np.zeros(model.nv), data=data)
 
 
 def crba(model, q, data=None):
     """Joint-space inertia matrix M(q) (nv × nv), symmetric positive definite."""
-    M = _empty((model.nv, model.nv))
-    ctx = model._ctx if data is None else _data_ctx(model, data)
     try:
+        M = _empty((model.nv, model.nv))
+        ctx = model._ctx if data is None else _data_ctx(model, data)
         if CRBA.call(ctx, q, M) == _DONE:
             return M
-    except TypeError:  # not real numbers: the checked path explains
+    except (TypeError, AttributeError):  # not real numbers, not a model: explained below
         pass
     d = workspace(model, data)
     q = configuration(model, q)
@@ -155,12 +155,12 @@ def crba(model, q, data=None):
 def aba(model, q, v, tau, fext=None, data=None):
     """Forward dynamics of the tree, O(n): q̈ = M⁻¹ (τ - h + Σ Jᵀ fext) (nv,)."""
     if fext is None:
-        qdd = _empty(model.nv)
-        ctx = model._ctx if data is None else _data_ctx(model, data)
         try:
+            qdd = _empty(model.nv)
+            ctx = model._ctx if data is None else _data_ctx(model, data)
             if ABA0.call(ctx, q, v, tau, qdd) == _DONE:
                 return qdd
-        except TypeError:  # not real numbers: the checked path explains
+        except (TypeError, AttributeError):  # not real numbers, not a model: explained below
             pass
     d = workspace(model, data)
     q = configuration(model, q)
