@@ -63,8 +63,12 @@ def consistent_state(model, rng, spread=0.3):
 def mixed_mechanism(kind, planar=False):
     """A deliberately irregular spatial tree (spherical, universal, free, revolute joints)
     with a closure of ``kind`` between two of its bodies and a ball/revolute to the ground.
-    Not assembled: the Φ/J/γ identities hold at any configuration."""
-    b = ld.ModelBuilder(f"mixed_{kind}", planar=planar)
+    Not assembled: the Φ/J/γ identities hold at any configuration.  ``planar``: its
+    counterpart in the x–y plane (hinges about ±z, slides in x–y, placements turned about
+    z), the closures of the planar kinds."""
+    if planar:
+        return _mixed_planar(kind)
+    b = ld.ModelBuilder(f"mixed_{kind}")
     b.add_body(
         "a",
         "ground",
@@ -89,7 +93,24 @@ def mixed_mechanism(kind, planar=False):
     b.add_frame("fb", "d", xyz=(-0.3, 0.1, 0.2), rpy=(0.3, -0.2, 0.5))
     b.add_frame("fg", "ground", xyz=(1, 1, 1))
     b.add_closure("c1", "fa", "fb", kind, translation_axes=[(1, 0, 0)], rotation_axes=[(0, 1, 1)])
-    b.add_closure("c2", "fg", "fa", "revolute" if planar else "ball")
+    b.add_closure("c2", "fg", "fa", "ball")
+    return b.build()
+
+
+def _mixed_planar(kind):
+    b = ld.ModelBuilder(f"mixed_{kind}", planar=True)
+    b.add_body("a", "ground", ld.Revolute("z"), xyz=(0, 0.1, 0), mass=1, com=(0.1, 0.2, 0.3),
+               inertia=(1, 1, 1))  # fmt: skip
+    b.add_body("b", "a", ld.Prismatic((1, 0.3, 0)), xyz=(0.5, 0.1, 0), rpy=(0, 0, 0.4), mass=1,
+               com=(0.1, 0, 0), inertia=(1, 1.2, 1.1))  # fmt: skip
+    b.add_body("c", "ground", ld.Prismatic("y"), xyz=(0.2, 0, 0), mass=2, inertia=(1, 1, 1))
+    b.add_body("d", "c", ld.Revolute("-z"), xyz=(0.2, 0.3, 0), rpy=(0, 0, 0.7), mass=1,
+               inertia=(1, 1, 1))  # fmt: skip
+    b.add_frame("fa", "b", xyz=(0.3, 0.2, 0), rpy=(0, 0, 0.3))
+    b.add_frame("fb", "d", xyz=(-0.3, 0.1, 0), rpy=(0, 0, 0.5))
+    b.add_frame("fg", "ground", xyz=(1, 1, 0))
+    b.add_closure("c1", "fa", "fb", kind, translation_axes=[(1, 0, 0)], rotation_axes=[(0, 1, 1)])
+    b.add_closure("c2", "fg", "fa", "revolute")
     return b.build()
 
 

@@ -255,3 +255,66 @@ def test_a_function_given_something_else_than_a_model_says_a_model_is_expected(c
 def test_a_data_given_as_the_model_is_named():
     with pytest.raises(ld.ModelError, match=r"loopdyn Model.*Data"):
         ld.forward_dynamics(fb().create_data(), _q(), _Z)
+
+
+# --------------------------------------------------------------------------- 5. planar
+def _planar(joint, parent_kw=None, **kw):
+    """A planar model: body 'a' (a hinge about z from the ground, or ``parent_kw``), then
+    body 'b' on ``joint`` (named 'jb') placed by ``kw``."""
+    b = ld.ModelBuilder("flat", gravity=(0, -9.81, 0), planar=True)
+    pkw = dict(joint=ld.Revolute("z"), inertia=(0.1, 0.1, 0.1))
+    pkw.update(parent_kw or {})
+    b.add_body("a", "ground", **pkw)
+    kw = dict(dict(xyz=(1.0, 0.0, 0.0), inertia=(0.1, 0.1, 0.1)), **kw)
+    b.add_body("b", "a", joint, joint_name="jb", **kw)
+    return b.build()
+
+
+@pytest.mark.parametrize(
+    "joint, kw, parent_kw, why",
+    [
+        (ld.Revolute("x"), {}, None, r"axis"),
+        (ld.Revolute((0, 1, 1)), {}, None, r"axis"),
+        (ld.Prismatic("z"), {}, None, r"axis"),
+        (ld.Spherical(), {}, None, r"spherical"),
+        (ld.Free(), {}, None, r"free"),
+        (ld.Universal("x", "y"), {}, None, r"universal"),
+        (ld.Revolute("z"), {"rpy": (0.3, 0.0, 0.0)}, None, r"axis"),
+        (ld.Revolute("z"), {"xyz": (1.0, 0.0, 0.2)}, None, r"\bz\b.*plane|plane.*\bz\b"),
+        # a fixed parent placed tilted tilts the hinge of b
+        (ld.Revolute("z"), {}, {"joint": ld.Fixed(), "rpy": (0.0, 0.5, 0.0)}, r"axis"),
+    ],
+    ids=[
+        "revolute-x",
+        "revolute-yz",
+        "prismatic-z",
+        "ball",
+        "free",
+        "universal",
+        "placement-rotated",
+        "placement-off-plane",
+        "parent-rotated",
+    ],
+)
+def test_a_planar_model_refuses_a_joint_that_leaves_the_plane(joint, kw, parent_kw, why):
+    with pytest.raises(ld.ModelError) as e:
+        _planar(joint, parent_kw, **kw)
+    msg = str(e.value)
+    assert "'jb'" in msg and re.search(r"planar", msg) and re.search(why, msg, re.I), msg
+    assert "planar=False" in msg, msg
+
+
+@pytest.mark.parametrize(
+    "joint, kw",
+    [
+        (ld.Revolute("-z"), {}),
+        (ld.Prismatic((1.0, 1.0, 0.0)), {}),
+        (ld.Fixed(), {}),
+        (ld.Revolute("z"), {"rpy": (0.0, 0.0, 1.0)}),  # about z: stays in the plane
+        (ld.Revolute("z"), {"rpy": (np.pi, 0.0, 0.0)}),  # flipped: the hinge is about -z
+        (ld.Revolute("y"), {"rpy": (np.pi / 2, 0.0, 0.0)}),  # y turned onto z
+    ],
+    ids=["revolute-minus-z", "prismatic-xy", "fixed", "rotated-about-z", "flipped", "y-onto-z"],
+)
+def test_a_planar_model_accepts_joints_that_stay_in_the_plane(joint, kw):
+    assert _planar(joint, **kw).nbodies == 2

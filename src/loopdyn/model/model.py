@@ -40,6 +40,7 @@ from loopdyn.model.closures import (
     rotation_form,
 )
 from loopdyn.model.joints import (
+    FIXED,
     FREE,
     JOINT_NAMES,
     JOINT_NQ,
@@ -51,6 +52,10 @@ from loopdyn.model.joints import (
 )
 
 GROUND = "ground"
+# a planar model's joints: hinge axes within this angle (rad) of z, slides and origins
+# within it of the x–y plane (relative to the distance from the origin, at least 1 m):
+# files round π and their placements to some 6 digits
+PLANAR_TOL = 1e-5
 
 
 def _readonly(a):
@@ -431,7 +436,10 @@ class ModelBuilder:
     >>> model = b.build()
 
     Names are validated at ``build()``; every error is a :class:`ModelError` naming
-    the culprit.
+    the culprit.  ``planar=True``: the model moves in the x–y plane, its closures take
+    their planar row sets, and ``build()`` refuses a joint that leaves the plane (world
+    frame at q = 0: only revolute joints about ±z, prismatic joints along x–y and fixed
+    joints, their origins at z = 0; tolerance ``PLANAR_TOL``).
     """
 
     def __init__(self, name="model", gravity=(0.0, 0.0, -9.81), planar=False):
@@ -634,9 +642,48 @@ class ModelBuilder:
             raise ModelError(f"model {self.name!r}: some bodies are not connected to the ground")
         return order
 
+    def _check_planar(self, order):
+        """ModelError naming the first joint of a planar model that leaves the x–y plane:
+        not revolute, prismatic or fixed, a hinge not about z, a slide out of x–y or an
+        origin off z = 0 (world frame at q = 0; in-plane joints before it keep it so at
+        every q)."""
+        R, p = {GROUND: np.eye(3)}, {GROUND: np.zeros(3)}
+        fix = (
+            "a planar model moves in the x–y plane, hinge axes along z: place the joint "
+            "so, or build the model with planar=False"
+        )
+        for b in order:
+            what = f"joint {b.joint_name!r} of planar model {self.name!r}"
+            Rw, pw = R[b.parent] @ b.R, p[b.parent] + R[b.parent] @ b.p
+            kind = b.joint.kind
+            if kind not in (REVOLUTE, PRISMATIC, FIXED):
+                raise ModelError(f"{what}: a {JOINT_NAMES[kind]} joint leaves the plane; {fix}")
+            if kind != FIXED:
+                a = Rw @ b.joint.axes(what)[0]
+                a_in_plane = np.hypot(a[0], a[1])
+                if kind == REVOLUTE and a_in_plane > PLANAR_TOL:
+                    raise ModelError(
+                        f"{what}: its hinge axis is {np.round(a, 6).tolist()} in the world "
+                        f"frame, not along z ({np.degrees(np.arcsin(min(a_in_plane, 1.0))):.3g}"
+                        f" deg off); {fix}"
+                    )
+                if kind == PRISMATIC and abs(a[2]) > PLANAR_TOL:
+                    raise ModelError(
+                        f"{what}: its slide axis is {np.round(a, 6).tolist()} in the world "
+                        f"frame, out of the x–y plane; {fix}"
+                    )
+            if abs(pw[2]) > PLANAR_TOL * max(1.0, float(np.linalg.norm(pw))):
+                raise ModelError(
+                    f"{what}: it sits at z = {pw[2]:.6g} m (world frame), off the plane "
+                    f"z = 0; {fix}"
+                )
+            R[b.name], p[b.name] = Rw, pw
+
     def build(self):
         """Validate and freeze the model."""
         order = self._ordered_bodies()
+        if self.planar:
+            self._check_planar(order)
         names = {b.name for b in order}
         for f in self._frames:
             if f.body != GROUND and f.body not in names:
