@@ -318,3 +318,82 @@ def test_a_planar_model_refuses_a_joint_that_leaves_the_plane(joint, kw, parent_
 )
 def test_a_planar_model_accepts_joints_that_stay_in_the_plane(joint, kw):
     assert _planar(joint, **kw).nbodies == 2
+
+
+# --------------------------------------------------------------------------- 6. sizes
+def test_cli_sweep_with_a_billion_values_is_refused_at_once_with_the_estimate(tmp_path):
+    pytest.importorskip("pandas")
+    r = _cli("sweep", "four_bar", "-p", "theta1=0deg:1deg:1000000000", "--out",
+             str(tmp_path / "s.parquet"), "--workers", "0", "-q")  # fmt: skip
+    err = _assert_cli_refuses(r, r"theta1")
+    assert re.search(r"1,?000,?000,?000", err) and re.search(r"[GTM]B", err), err
+    assert "--max-cases" in err, err
+
+
+def test_sweep_of_a_huge_grid_is_refused_before_building_it():
+    pytest.importorskip("pandas")
+    from loopdyn.sweeps import MAX_CASES
+
+    grid = {"theta1": np.linspace(0.5, 1.5, 100_000), "tau": np.linspace(-1, 1, 100_000)}
+    with pytest.raises(ValueError) as e, time_limit():
+        ld.sweep("four_bar", grid, n_workers=0, progress=False)
+    msg = str(e.value)
+    assert "max_cases" in msg and f"{MAX_CASES:,}" in msg and re.search(r"[GTM]B", msg), msg
+
+
+def test_sweep_max_cases_bounds_the_grid():
+    pytest.importorskip("pandas")
+    with pytest.raises(ValueError, match="max_cases"):
+        ld.sweep("four_bar", {"tau": [0.0, 1.0, 2.0]}, n_workers=0, progress=False, max_cases=2)
+
+
+def test_cli_simulate_with_ten_million_points_is_refused_at_once():
+    r = _cli("simulate", "four_bar", "--t-end", "1", "--points", "10000000", "-q")
+    err = _assert_cli_refuses(r, r"--points")
+    assert re.search(r"10,?000,?000", err) and re.search(r"[GM]B", err), err
+
+
+@pytest.mark.parametrize("kind", ["count", "array"])
+def test_simulate_with_ten_million_output_times_is_refused_with_the_estimate(kind):
+    from loopdyn.sim.simulate import MAX_OUTPUTS
+
+    t_eval = 10**7 if kind == "count" else np.linspace(0.0, 1.0, 10**7)
+    with pytest.raises(ValueError) as e, time_limit():
+        ld.simulate(fb(), t_end=1.0, t_eval=t_eval)
+    msg = str(e.value)
+    assert "t_eval" in msg and "max_outputs" in msg and f"{MAX_OUTPUTS:,}" in msg, msg
+    assert re.search(r"[GM]B", msg), msg
+
+
+def test_simulate_max_outputs_bounds_the_output_times():
+    with pytest.raises(ValueError, match="max_outputs"):
+        ld.simulate(fb(), t_end=1e-3, t_eval=11, max_outputs=10)
+    assert len(ld.simulate(fb(), t_end=1e-3, t_eval=10, max_outputs=10).t) == 10
+
+
+# --------------------------------------------------------------------------- 7. t_end
+@pytest.mark.parametrize("t_end", [0.0, -1.0, NAN, INF, "abc"])
+def test_simulate_refuses_a_t_end_that_is_not_positive_and_finite(t_end):
+    with pytest.raises(ValueError, match="t_end"):
+        ld.simulate(fb(), t_end=t_end)
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "0", "inf"])
+@pytest.mark.parametrize("option", ["-T", "--t-end"])
+def test_cli_simulate_refuses_a_bad_t_end_naming_the_option(option, value):
+    _assert_cli_refuses(_cli("simulate", "four_bar", option, value, "-q"), r"--t-end")
+
+
+@pytest.mark.parametrize("value", ["-1", "nan"])
+def test_cli_sweep_refuses_a_bad_t_end_naming_the_option(tmp_path, value):
+    pytest.importorskip("pandas")
+    r = _cli("sweep", "four_bar", "-p", "theta1=30deg", "-T", value, "--out",
+             str(tmp_path / "s.parquet"), "--workers", "0", "-q")  # fmt: skip
+    _assert_cli_refuses(r, r"--t-end")
+    assert not (tmp_path / "s.parquet").exists()
+
+
+def test_sweep_refuses_a_bad_shared_option_before_running_any_case():
+    pytest.importorskip("pandas")
+    with pytest.raises(ValueError, match="t_end"):
+        ld.sweep("four_bar", {"tau": [0.0, 1.0]}, n_workers=0, progress=False, t_end=-1.0)

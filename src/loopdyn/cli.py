@@ -112,6 +112,11 @@ def _parse_params(model, params):
 
 
 _FILE_SUFFIXES = (".urdf", ".sdf", ".xml", ".mjcf", ".toml")
+# ld.simulate's arguments as the command line names them in messages (check_arguments)
+SIMULATE_OPTIONS = {
+    "t_end": "--t-end", "t_eval": "--points", "rtol": "--rtol", "atol": "--atol", "dt": "--dt",
+    "max_outputs": None,
+}  # fmt: skip
 
 
 def _load_model(spec, params):
@@ -331,6 +336,7 @@ def simulate(
         check_arguments(
             method=method, integrator=integrator, stabilization=stabilization, t_end=t_end,
             rtol=rtol, atol=atol, dt=dt, singularities=singularities, t_eval=int(points),
+            names=SIMULATE_OPTIONS,
         )  # fmt: skip
         _note_compiling([CONSTRAINTS, ld.methods.dynamics.entry_of(method)])
         mdl = _load_model(model, param)

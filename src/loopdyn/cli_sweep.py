@@ -14,6 +14,7 @@ Registered on the main command line by ``register(app)`` (one line in ``cli.py``
 Errors print one line and exit with status 2.
 """
 
+import inspect
 import time
 from pathlib import Path
 from typing import Annotated
@@ -28,9 +29,14 @@ def register(app):
     app.command(name="sweep-plot")(sweep_plot)
 
 
-def parse_param(text, units):
-    """``NAME=SPEC`` -> (name, list of values); ``units``: catalog parameter -> unit."""
+def parse_param(text, units, max_cases=None):
+    """``NAME=SPEC`` -> (name, list of values); ``units``: catalog parameter -> unit.
+    A range of more than ``max_cases`` values (default ``loopdyn.sweeps.MAX_CASES``) is
+    refused before its values are made."""
     from loopdyn import cli
+    from loopdyn.sweeps import MAX_CASES, grid_too_large
+
+    max_cases = MAX_CASES if max_cases is None else max_cases
 
     if "=" not in text:
         raise cli._Usage(
@@ -53,6 +59,9 @@ def parse_param(text, units):
             raise cli._Usage(f"--param {name}: NUM must be an integer, got {parts[2]!r}") from None
         if num < 1:
             raise cli._Usage(f"--param {name}: NUM must be at least 1, got {num}")
+        too_large = grid_too_large({name: num}, max_cases, "--max-cases")
+        if too_large:
+            raise cli._Usage(too_large)
         values = np.linspace(float(a), float(b), num).tolist()
         if unit in ("count", "seed"):
             values = sorted({round(v) for v in values})
@@ -95,6 +104,9 @@ def sweep(
         int | None, typer.Option(help="local worker processes (default: one per core; 0: none)")
     ] = None,
     chunk: Annotated[int | None, typer.Option(help="cases per task")] = None,
+    max_cases: Annotated[
+        int | None, typer.Option(help="the largest grid, in cases (default 1000000)")
+    ] = None,
     resume: Annotated[
         bool, typer.Option("--resume", help="finish the sweep stored in --out")
     ] = False,
@@ -103,7 +115,8 @@ def sweep(
     """Run a simulation or analysis over a grid of parameters, on Dask; resumable."""
     import loopdyn as ld
     from loopdyn import cli
-    from loopdyn.sweeps import read_manifest
+    from loopdyn.sim.simulate import check_arguments
+    from loopdyn.sweeps import MAX_CASES, grid_too_large, read_manifest
 
     con = cli._console()
     with cli._errors():
@@ -115,6 +128,9 @@ def sweep(
             raise cli._Usage(f"--workers must be >= 0, got {workers}")
         if chunk is not None and chunk < 1:
             raise cli._Usage(f"--chunk must be at least 1, got {chunk}")
+        if max_cases is not None and max_cases < 1:
+            raise cli._Usage(f"--max-cases must be at least 1, got {max_cases}")
+        max_cases = MAX_CASES if max_cases is None else max_cases
         given = dict(
             t_end=t_end, method=method, integrator=integrator, stabilization=stabilization,
             rtol=rtol, atol=atol, dt=dt,
@@ -142,17 +158,23 @@ def sweep(
             units = {p.name: p.unit for p in ld.examples.parameters(model)}
             grid = {}
             for p in param:
-                name, values = parse_param(p, units)
+                name, values = parse_param(p, units, max_cases)
                 if name in grid:
                     raise cli._Usage(f"--param {name} is given twice")
                 grid[name] = values
+            sizes = {k: len(v) for k, v in grid.items()}
+            too_large = grid_too_large(sizes, max_cases, "--max-cases")
+            if too_large:
+                raise cli._Usage(too_large)
             if run == "simulate":
                 options.setdefault("t_end", 5.0)
+                if not set(grid) & set(inspect.signature(check_arguments).parameters):
+                    check_arguments(**options, names=cli.SIMULATE_OPTIONS)  # before any work
         start = time.perf_counter()
         try:
             df = ld.sweep(
                 model, grid, run, client=scheduler, n_workers=workers, store=out,
-                resume=resume, chunk=chunk, progress=not quiet, **options,
+                resume=resume, chunk=chunk, progress=not quiet, max_cases=max_cases, **options,
             )  # fmt: skip
         except ImportError as e:
             raise cli._Usage(str(e)) from None

@@ -30,7 +30,7 @@ from loopdyn.validation import configuration, model_arg, vector
 OPTIONS = (
     "integrator", "stabilization", "rtol", "atol", "dt", "max_step", "t_eval", "baumgarte",
     "constraint_tol", "singularities", "max_steps", "independent", "repartition",
-    "repartition_cond",
+    "repartition_cond", "max_outputs",
 )  # fmt: skip
 
 

@@ -62,7 +62,11 @@ from loopdyn.sim.stabilization import (
 )
 from loopdyn.validation import configuration, model_arg, vector
 
-MAX_OUTPUTS = 10_000_000  # output times: each holds a full state and its dynamics
+# output times (``max_outputs``, default): each costs a dynamics evaluation and holds the
+# state and its dynamics (measured, four-bar: 28 µs and 210 bytes each at the peak, so 10⁷
+# ran 5 minutes in 2 GB); larger models cost more per output
+MAX_OUTPUTS = 1_000_000
+_OUTPUT_S, _OUTPUT_BYTES = 30e-6, 200  # the four-bar's cost of one output time, rounded
 # an adaptive step whose trial stage is singular is retried from the last accepted state
 # with a quarter of the step, this many times, before the simulation stops there
 STAGE_RETRIES = 4
@@ -93,20 +97,37 @@ def _gains(baumgarte):
     return a, b
 
 
-def _output_times(t_end, t_eval):
+def _too_many(n, max_outputs, name, cap_name):
+    """ValueError: ``n`` output times asked for by ``name``, over ``max_outputs``, with the
+    estimate of their cost (``cap_name``: how to raise the cap, None if it cannot be)."""
+    s, b = n * _OUTPUT_S, n * _OUTPUT_BYTES
+    cost = f"{s / 60:.0f} min" if s >= 120 else f"{s:.0f} s"
+    size = f"{b / 1e9:.1f} GB" if b >= 1e9 else f"{b / 1e6:.0f} MB"
+    more = f" or pass a larger {cap_name}" if cap_name else ""
+    return ValueError(
+        f"{name} asks for {n:,} output times, over the limit of {max_outputs:,}: each costs a "
+        f"dynamics evaluation and stores the state and its dynamics, ~30 µs and ~200 bytes "
+        f"for the four-bar, so {n:,} take ~{cost} and ~{size} (more for larger models); ask "
+        f"for fewer{more}"
+    )
+
+
+def _output_times(t_end, t_eval, max_outputs=MAX_OUTPUTS, name="t_eval", cap="max_outputs"):
     if t_eval is None:
         t_eval = 501
     if isinstance(t_eval, (int, np.integer)) and not isinstance(t_eval, bool):
         n = int(t_eval)
-        if not 2 <= n <= MAX_OUTPUTS:
-            raise ValueError(f"t_eval as a count must be between 2 and {MAX_OUTPUTS}, got {n}")
+        if n > max_outputs:
+            raise _too_many(n, max_outputs, name, cap)
+        if n < 2:
+            raise ValueError(f"{name} as a count must be at least 2, got {n}")
         return np.linspace(0.0, t_end, n)
     try:
         te = np.asarray(t_eval, dtype=float).reshape(-1)
     except (TypeError, ValueError):
-        raise ValueError(f"t_eval must be a count or an array of times, got {t_eval!r}") from None
-    if te.size > MAX_OUTPUTS:
-        raise ValueError(f"t_eval holds {te.size} times; at most {MAX_OUTPUTS}")
+        raise ValueError(f"{name} must be a count or an array of times, got {t_eval!r}") from None
+    if te.size > max_outputs:
+        raise _too_many(te.size, max_outputs, name, cap)
     if (
         te.size == 0
         or not np.all(np.isfinite(te))
@@ -114,7 +135,7 @@ def _output_times(t_end, t_eval):
         or te[0] < 0
         or te[-1] > t_end * (1 + 1e-12)
     ):
-        raise ValueError("t_eval must be increasing times in [0, t_end]")
+        raise ValueError(f"{name} must be increasing times in [0, t_end]")
     return np.minimum(te, t_end)
 
 
@@ -141,6 +162,7 @@ def simulate(
     consistent=True,
     singularities="stop",
     max_steps=1_000_000,
+    max_outputs=MAX_OUTPUTS,
     progress=None,
     data=None,
     compiled=None,
@@ -169,7 +191,9 @@ def simulate(
       the module docstring.  ``constraint_tol``: Newton tolerance on max |Φ|
       (projection, partitioning) and on J v.
       ``t_eval``: output times (increasing, in [0, t_end]) or their number
-      (default 501, evenly spaced; at most ``MAX_OUTPUTS``).
+      (default 501, evenly spaced; at most ``max_outputs``, default ``MAX_OUTPUTS`` =
+      10⁶: each output costs a dynamics evaluation and its storage, ~30 µs and ~200
+      bytes for the four-bar, so more is refused before any work, with the estimate).
       ``singularities``: ``"stop"`` (default) ends the run with a
       ``SimulationSingularityError`` when the closures lose rank — a change of
       mobility, detected the same way for every method (see the module
@@ -204,6 +228,7 @@ def simulate(
         rtol=rtol, atol=atol, dt=dt, max_step=max_step, baumgarte=baumgarte,
         repartition_cond=repartition_cond, constraint_tol=constraint_tol,
         singularities=singularities, max_steps=max_steps, t_eval=t_eval,
+        max_outputs=max_outputs,
     )  # fmt: skip
     t_end, rtol, atol, dt, max_step = a["t_end"], a["rtol"], a["atol"], a["dt"], a["max_step"]
     gains, repartition_cond, constraint_tol = a["gains"], a["repartition_cond"], a["constraint_tol"]
@@ -261,11 +286,19 @@ def check_arguments(
     method="augmented", integrator="DOP853", stabilization="projection", t_end=1.0, rtol=1e-8,
     atol=1e-8, dt=None, max_step=np.inf, baumgarte=(10.0, 10.0), repartition_cond=10.0,
     constraint_tol=1e-12, singularities="stop", max_steps=1_000_000, t_eval=None,
+    max_outputs=MAX_OUTPUTS, names=None,
 ):  # fmt: skip
     """The arguments of ``simulate`` checked (ValueError naming the culprit) and
     normalised: a dict of ``t_end``, ``rtol``, ``atol``, ``dt``, ``max_step``,
     ``gains``, ``repartition_cond``, ``constraint_tol``, ``t_out`` (output times).
-    Cheap, compiles nothing: the command line calls it before any work."""
+    Cheap, compiles nothing: the command line calls it before any work.  ``names``:
+    how the messages name the arguments (``{"t_end": "--t-end", ...}``; an argument
+    mapped to None has no name there: its hint is left out)."""
+    names = {} if names is None else names
+
+    def n(arg):
+        return names.get(arg, arg)
+
     if method not in dynamics.METHODS:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(dynamics.METHODS)}")
     if integrator not in INTEGRATORS:
@@ -274,8 +307,8 @@ def check_arguments(
         raise ValueError(
             f"unknown stabilization {stabilization!r}; available: {', '.join(STABILIZATIONS)}"
         )
-    t_end = _positive(t_end, "t_end")
-    rtol, atol = _positive(rtol, "rtol"), _positive(atol, "atol")
+    t_end = _positive(t_end, n("t_end"))
+    rtol, atol = _positive(rtol, n("rtol")), _positive(atol, n("atol"))
     constraint_tol = _positive(constraint_tol, "constraint_tol")
     max_step = _positive(max_step, "max_step", finite=False)
     gains = _gains(baumgarte)
@@ -284,12 +317,18 @@ def check_arguments(
         raise ValueError(f"singularities must be 'stop' or 'pass', got {singularities!r}")
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
         raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+    if (
+        isinstance(max_outputs, bool)
+        or not isinstance(max_outputs, (int, np.integer))
+        or max_outputs < 2
+    ):
+        raise ValueError(f"max_outputs must be an integer >= 2, got {max_outputs!r}")
     if integrator == "RK4":
-        dt = 1e-3 if dt is None else _positive(dt, "dt")
+        dt = 1e-3 if dt is None else _positive(dt, n("dt"))
         if t_end / dt > max_steps:
             raise ValueError(
-                f"t_end / dt = {t_end / dt:.3g} RK4 steps exceed max_steps = {max_steps}; "
-                "raise dt or max_steps"
+                f"{n('t_end')} / {n('dt')} = {t_end / dt:.3g} RK4 steps exceed max_steps = "
+                f"{max_steps}; raise {n('dt')} or max_steps"
             )
     elif dt is not None:
         raise ValueError(
@@ -298,7 +337,7 @@ def check_arguments(
     return dict(
         t_end=t_end, rtol=rtol, atol=atol, dt=dt, max_step=max_step, gains=gains,
         repartition_cond=repartition_cond, constraint_tol=constraint_tol,
-        t_out=_output_times(t_end, t_eval),
+        t_out=_output_times(t_end, t_eval, max_outputs, n("t_eval"), n("max_outputs")),
     )  # fmt: skip
 
 
