@@ -54,7 +54,7 @@ from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, block, entry, u
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import constraint_entry, constraint_jacobian, constraints
 from loopdyn.tree import _DONE, rnea, rnea0_entry
-from loopdyn.validation import configuration, scalar, vector, workspace
+from loopdyn.validation import configuration, model_arg, scalar, vector, workspace
 
 
 @dataclass
@@ -279,6 +279,7 @@ def inverse_dynamics(
     many independent actuators as degrees of freedom: its u is unique, its λ unique
     unless closure rows were dropped as redundant.
     """
+    model_arg(model)
     if method == "generic":
         res = _generic(model, q, v, qdd, actuated, tol, closure_tol, data)
         if res is not None:

@@ -34,7 +34,7 @@ from loopdyn.kernels.spatial import motion_to_child_at
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.model.closures import COUPLING, ROT_DOT, ROT_HINGE, ROTATION, TRANSLATION
-from loopdyn.validation import configuration, vector, workspace
+from loopdyn.validation import configuration, model_arg, vector, workspace
 
 # rows of the closure workspace cw (nc, 16, 3): frame A's rotation (3 rows) and
 # p_B - p_A, frame B's rotation and origin p_B, then the motions (ω, v, α, a) of
@@ -772,6 +772,6 @@ def constraint_rank(model, q, tol=None, data=None):
 
 def degrees_of_freedom(model, q=None, data=None):
     """The mobility nv - rank J(q) at ``q`` (default ``model.q0``); nv for a tree."""
-    if model.m == 0:
+    if model_arg(model).m == 0:
         return model.nv
     return model.nv - constraint_rank(model, model.q0 if q is None else q, data=data).rank

@@ -65,7 +65,7 @@ from loopdyn.methods.common import (
 )
 from loopdyn.tree import aba
 from loopdyn.tree.aba import aba_kernel
-from loopdyn.validation import configuration, vector, workspace
+from loopdyn.validation import configuration, model_arg, vector, workspace
 
 
 def _bind_entry(module):
@@ -674,7 +674,7 @@ def closure_forces(model, q, lam, data=None):
     from loopdyn.kinematics.closures import evaluate
     from loopdyn.model.closures import COUPLING, TRANSLATION
 
-    lam = vector(lam, model.m, "lam", model)
+    lam = vector(lam, model_arg(model).m, "lam", model)
     d = evaluate(model, q, None, False, data)
     out = {}
     for k, name in enumerate(model.closures):
