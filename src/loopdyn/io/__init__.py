@@ -19,7 +19,15 @@ from loopdyn.errors import ModelError
 MAX_BYTES = 64 * 1024 * 1024
 
 #: suffix -> format name
-FORMATS = {".urdf": "urdf", ".sdf": "sdf", ".xml": "mjcf", ".mjcf": "mjcf", ".toml": "native"}
+FORMATS = {
+    ".urdf": "urdf",
+    ".sdf": "sdf",
+    ".xml": "mjcf",
+    ".mjcf": "mjcf",
+    ".toml": "native",
+    ".yaml": "loops",
+    ".yml": "loops",
+}
 
 _XML_OPTIONS = (
     "floating_base",
@@ -47,8 +55,8 @@ def _format(path, fmt):
         return FORMATS[suffix]
     except KeyError:
         raise ModelError(
-            f"{path}: unknown file type {suffix!r}; use .urdf, .sdf, .xml (MJCF) or .toml, "
-            "or pass format="
+            f"{path}: unknown file type {suffix!r}; use .urdf, .sdf, .xml (MJCF), .toml or "
+            ".yaml (a URDF's loop closures, the URDF beside it), or pass format="
         ) from None
 
 
@@ -87,7 +95,12 @@ def load(path, format=None, **options):
     - ``assemble``: solve the closures from the file's reference pose for ``q0``;
     - ``actuated``: joint names (default: the file's transmissions / actuators);
     - ``gravity``, ``name``; ``package_dirs``: roots for ``package://`` /
-      ``model://`` URIs; ``max_bytes``: the largest file read.
+      ``model://`` URIs; ``max_bytes``: the largest file read;
+    - ``loops``: loop closures given beside the tree file: the parallel-robot community's
+      YAML file (``closed_loop``, ``type``, ``name_mot``, ``joint_name``/``joint_type``),
+      a list of ``(frame_a, frame_b, kind)`` or a dict of the YAML's content (see
+      :mod:`loopdyn.io.loops`).  ``ld.load("robot.yaml")`` reads the URDF beside it
+      (same stem, else the folder's only ``.urdf``) with those loops.
 
     SDFormat also takes ``model`` (the name of the model to read in a world).
     The native format takes ``parameters`` (overrides of its named parameters).
@@ -96,6 +109,13 @@ def load(path, format=None, **options):
     from loopdyn.io import _xml
 
     fmt = _format(path, format)
+    if fmt == "loops":
+        from loopdyn.io.loops import urdf_beside
+
+        if options.get("loops") is not None:
+            raise ModelError(f"{path}: a YAML file carries the loops itself; drop loops=")
+        options = {**options, "loops": Path(path)}
+        path, fmt = urdf_beside(path), "urdf"
     data = _xml.read_bytes(path, options.get("max_bytes", MAX_BYTES))
     return _load(data, Path(path).name, path, fmt, options)
 
@@ -103,6 +123,8 @@ def load(path, format=None, **options):
 def loads(text, format, name=None, **options):
     """Like :func:`load`, from the text of a file of the given ``format``."""
     fmt = _format(name or "<string>", format)
+    if fmt == "loops":
+        raise ModelError("ld.loads reads a tree file (URDF, ...); pass the YAML as loops=")
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
     return _load(data, name or f"<{fmt} string>", None, fmt, options)
 
@@ -117,6 +139,12 @@ def _load(data, name, path, fmt, options):
 def _load_checked(data, name, path, fmt, options):
     options = dict(options)
     max_bytes = options.pop("max_bytes", MAX_BYTES)
+    loops = options.pop("loops", None)
+    if loops is not None and fmt == "native":
+        raise ModelError(
+            f"{name}: loops= applies to URDF, SDFormat and MJCF files; a .toml file lists its "
+            "closures itself ([[closures]])"
+        )
     if fmt == "native":
         from loopdyn.io import native
 
@@ -142,6 +170,10 @@ def _load_checked(data, name, path, fmt, options):
 
             opts = _options(options, _XML_OPTIONS, fmt)
             desc = mjcf.read(data, name, path, package_dirs, max_bytes, opts)
+        if loops is not None:
+            from loopdyn.io import loops as loops_io
+
+            loops_io.apply(desc, loops_io.spec_of(loops, max_bytes), name)
         from loopdyn.io._graph import build_model
 
         model = build_model(desc, opts)

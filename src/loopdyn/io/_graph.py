@@ -106,6 +106,12 @@ class Loop:
     line: int
     axis: np.ndarray | None = None
     axis2: np.ndarray | None = None
+    #: kind "generic": the constrained directions (unit vectors in frame A)
+    rotation_axes: tuple = ()
+    translation_axes: tuple = ()
+    #: where the loop was written when not in the tree file (``loops=``: YAML file, line,
+    #: entry); errors then name it instead of the tree file's line
+    where: str | None = None
 
 
 @dataclass
@@ -146,6 +152,17 @@ class Description:
 
     def error(self, line, what, message):
         where = f"{self.file} line {line}"
+        return ModelError(f"{where}, {what}: {message}" if what else f"{where}: {message}")
+
+
+class _Where:
+    """Errors of a closure given in ``loops=`` name its YAML file and entry."""
+
+    def __init__(self, where):
+        self.where = where
+
+    def error(self, line, what, message):
+        where = self.where
         return ModelError(f"{where}, {what}: {message}" if what else f"{where}: {message}")
 
 
@@ -672,8 +689,14 @@ class _Builder:
                 self.meta["renamed"][name] = fname
 
     # ------------------------------------------------------------------ closures
-    def _closure(self, name, kind, link_a, X_a, link_b, X_b, axis, axis2, line, what):
+    def _closure(self, name, kind, link_a, X_a, link_b, X_b, axis, axis2, line, what, **extra):
+        """A closure of ``kind`` between frames on two links; ``extra``: ``generic`` (the
+        rotation and translation axes of a generic closure), ``where`` (a ``loops=`` entry:
+        errors name it)."""
+        generic, where = extra.get("generic"), extra.get("where")
         d, b = self.d, self.b
+        if where is not None:  # a loop of ``loops=``: its errors name the YAML file / entry
+            d = _Where(where)
         ba, bb = self.body_of[link_a], self.body_of[link_b]
         if ba == bb:
             self.meta["notes"].append(
@@ -698,6 +721,9 @@ class _Builder:
         elif kind == "planar":
             u, w = perpendicular_pair(axis)
             kind, kw = "generic", {"rotation_axes": (u, w), "translation_axes": (axis,)}
+        elif kind == "generic":
+            rot, trans = generic
+            kw = {"rotation_axes": tuple(rot), "translation_axes": tuple(trans)}
         elif kind == "floating":
             self.meta["notes"].append(f"{what}: a floating joint constrains nothing; skipped")
             return None
@@ -746,7 +772,7 @@ class _Builder:
             self.meta["cut_joints"][j.name] = cname
 
     def _closure_from_loop(self, lp):
-        d = self.d
+        d = self.d if lp.where is None else _Where(lp.where)
         what = f"loop {lp.name!r}"
         for link in (lp.link_a, lp.link_b):
             if link != WORLD and link not in self.links:
@@ -763,7 +789,18 @@ class _Builder:
         if lp.kind == "universal" and lp.axis2 is None:
             raise d.error(lp.line, what, "a universal loop needs a second axis")
         self._closure(
-            lp.name, lp.kind, lp.link_a, lp.X_a, lp.link_b, lp.X_b, lp.axis, lp.axis2, lp.line, what
+            lp.name,
+            lp.kind,
+            lp.link_a,
+            lp.X_a,
+            lp.link_b,
+            lp.X_b,
+            lp.axis,
+            lp.axis2,
+            lp.line,
+            what,
+            generic=(lp.rotation_axes, lp.translation_axes),
+            where=lp.where,
         )
 
     # ------------------------------------------------------------------ couplings
