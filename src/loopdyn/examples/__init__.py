@@ -3,6 +3,7 @@
 from loopdyn.examples.chains import closed_knee_leg, four_bar_chain, four_bar_cut, geared_chain
 from loopdyn.examples.fig9_ladders import fig9_pendulum, hooke_ladder, pendulum_ladder
 from loopdyn.examples.ladders import spatial_ladder, spatial_ladder_tree
+from loopdyn.examples.legs import cassie_leg, digit_leg, five_bar_leg, kangaroo_leg
 from loopdyn.examples.paper_mechanisms import carpet_scraper, excavator, three_rrr
 from loopdyn.examples.parallel import delta, stewart
 from loopdyn.examples.planar import five_bar, four_bar, planar_ladder, slider_crank
@@ -30,6 +31,10 @@ _CATALOG = {
     "geared_chain": geared_chain,
     "stewart": stewart,
     "delta": delta,
+    "cassie_leg": cassie_leg,
+    "digit_leg": digit_leg,
+    "five_bar_leg": five_bar_leg,
+    "kangaroo_leg": kangaroo_leg,
 }
 
 
@@ -63,17 +68,21 @@ def get(name, **kwargs):
 __all__ = [
     "box",
     "carpet_scraper",
+    "cassie_leg",
     "closed_knee_leg",
     "delta",
+    "digit_leg",
     "excavator",
     "fig9_pendulum",
     "five_bar",
+    "five_bar_leg",
     "four_bar",
     "four_bar_chain",
     "four_bar_cut",
     "geared_chain",
     "get",
     "hooke_ladder",
+    "kangaroo_leg",
     "names",
     "parameters",
     "pendulum_ladder",
