@@ -147,127 +147,42 @@ def test_five_bar_weld_between_two_hinges_has_three_dependent_rows():
 
 
 # =========================================================================== Pinocchio
-def _community_pinocchio(urdf, yaml_file):
-    """The model, constraints and joint map that the parallel-robot community's loader
-    builds from the two files: Pinocchio's URDF parser; joint_type overrides rebuilt
-    joint by joint (SPHERICAL a spherical joint, UJOINT_AB two revolute joints name_A,
-    name_B as their CARDAN, FIXED locked at zero by buildReducedModel); one
-    RigidConstraintModel per closed_loop pair between the named frames, CONTACT_6D or
-    CONTACT_3D, LOCAL."""
-    import pinocchio as pin
-    import yaml
-
-    spec = yaml.safe_load(Path(yaml_file).read_text())
-    src = pin.buildModelFromUrdf(str(urdf))
-    over = dict(zip(spec.get("joint_name", []), spec.get("joint_type", []), strict=True))
-    pm = pin.Model()
-    pm.gravity = src.gravity
-    new_id = {0: 0}
-    fixed = []
-    rev = {"X": pin.JointModelRX, "Y": pin.JointModelRY, "Z": pin.JointModelRZ}
-    for jid in range(1, src.njoints):
-        name, parent = src.names[jid], new_id[src.parents[jid]]
-        place, inertia, jm = src.jointPlacements[jid], src.inertias[jid], src.joints[jid]
-        kind = over.get(name)
-        if kind == "SPHERICAL":
-            jm = pin.JointModelSpherical()
-        elif kind is not None and kind.startswith("UJOINT_"):
-            a, b = kind[-2], kind[-1]
-            parent = pm.addJoint(parent, rev[a](), place, f"{name}_{a}")
-            place, jm, name = pin.SE3.Identity(), rev[b](), f"{name}_{b}"
-        elif kind == "FIXED":
-            fixed.append(jid)
-        new_id[jid] = pm.addJoint(parent, jm, place, name)
-        pm.appendBodyToJoint(new_id[jid], inertia, pin.SE3.Identity())
-    for f in src.frames:
-        if f.name == "universe":
-            continue
-        pm.addFrame(pin.Frame(f.name, new_id[f.parentJoint], f.placement, f.type), False)
-    if fixed:
-        locked = [pm.getJointId(src.names[j]) for j in fixed]
-        pm = pin.buildReducedModel(pm, locked, pin.neutral(pm))
-    cms = pin.StdVec_RigidConstraintModel()
-    for (n1, n2), t in zip(spec["closed_loop"], spec["type"], strict=True):
-        f1, f2 = pm.frames[pm.getFrameId(n1)], pm.frames[pm.getFrameId(n2)]
-        ctype = pin.ContactType.CONTACT_3D if t.lower() == "3d" else pin.ContactType.CONTACT_6D
-        cm = pin.RigidConstraintModel(
-            ctype,
-            pm,
-            f1.parentJoint,
-            f1.placement,
-            f2.parentJoint,
-            f2.placement,
-            pin.ReferenceFrame.LOCAL,
-        )
-        cm.name = f"{n1}C{n2}"
-        cms.append(cm)
-    return pm, cms, over
-
-
-def _state_maps(model, pm, over):
-    """loopdyn (q, v) -> Pinocchio's, matching joints by name."""
-    qparts, vmap = [], np.zeros(model.nv, dtype=np.int64)
-    for i, jn in enumerate(model.joint_names):
-        _, iq, iv, nq, nv = (int(x) for x in model.topo[i, 1:6])
-        if nv == 0:
-            continue
-        kind = over.get(jn, "")
-        if kind.startswith("UJOINT_"):
-            ja, jb = (
-                pm.joints[pm.getJointId(f"{jn}_{kind[-2]}")],
-                pm.joints[pm.getJointId(f"{jn}_{kind[-1]}")],
-            )
-            qparts += [(iq, ja.idx_q, 1, False), (iq + 1, jb.idx_q, 1, False)]
-            vmap[iv], vmap[iv + 1] = ja.idx_v, jb.idx_v
-            continue
-        J = pm.joints[pm.getJointId(jn)]
-        qparts.append((iq, J.idx_q, nq, nq == 4))
-        vmap[iv : iv + nv] = range(J.idx_v, J.idx_v + nv)
-
-    def qpin(q):
-        import pinocchio as pin
-
-        out = pin.neutral(pm)
-        for iq, pq, nq, quat in qparts:
-            out[pq : pq + nq] = [*q[iq + 1 : iq + 4], q[iq]] if quat else q[iq : iq + nq]
-        return out
-
-    def vpin(v):
-        out = np.zeros(pm.nv)
-        out[vmap] = v
-        return out
-
-    return qpin, vpin, vmap
-
-
-@pytest.mark.parametrize("name", LEGS)
-def test_leg_matches_pinocchio_built_by_the_community_loader(name):
+@pytest.mark.parametrize(
+    ("name", "floating"),
+    [*((n, False) for n in LEGS), ("digit_leg", True), ("kangaroo_leg", True)],
+)
+def test_leg_matches_pinocchio_built_by_the_community_loader(name, floating):
+    """``ConventionModel``: the model and constraints Pinocchio's parallel-robot users
+    build from the same two files (their loader's way, no loopdyn reader involved)."""
     import pinocchio as pin
 
-    model = _loaded(name)
-    pm, cms, over = _community_pinocchio(DATA / f"{name}.urdf", DATA / f"{name}.yaml")
+    from loopdyn.interop.pinocchio import ConventionModel
+
+    urdf, yml = DATA / f"{name}.urdf", DATA / f"{name}.yaml"
+    model = ld.load(yml, floating_base=True) if floating else _loaded(name)
+    ref_model = ConventionModel(urdf, yml, floating_base=floating)
+    pm, cms = ref_model.model, ref_model.constraints
     assert pm.nv == model.nv and len(cms) == len(model.metadata["loops"]["closures"])
-    qpin, vpin, vmap = _state_maps(model, pm, over)
     pd = pm.createData()
-    cds = pin.StdVec_RigidConstraintData()
-    for c in cms:
-        cds.append(c.createData())
+    cds = ref_model.constraint_datas()
     pin.initConstraintDynamics(pm, pd, cms, cds)
     prox = pin.ProximalSettings(1e-14, 1e-8, 20)
     for q, v, tau in _states(model, 3, 2):
+        qp, vp, tp = ref_model.q(model, q), ref_model.v(model, v), ref_model.v(model, tau)
         # the same configuration: every closure's frames coincide in Pinocchio too
-        pin.framesForwardKinematics(pm, pd, qpin(q))
+        pin.framesForwardKinematics(pm, pd, qp)
         for c in cms:
             Xa = pd.oMi[c.joint1_id] * c.joint1_placement
             Xb = pd.oMi[c.joint2_id] * c.joint2_placement
             assert np.linalg.norm(Xa.translation - Xb.translation) < 1e-10
         # the same mass matrix, then the same accelerations
-        M = pin.crba(pm, pd, qpin(q))
+        M = pin.crba(pm, pd, qp)
         M = np.triu(M) + np.triu(M, 1).T
+        vmap = ref_model.v_from(model, np.arange(pm.nv))
         assert _close(M[np.ix_(vmap, vmap)], ld.crba(model, q), 1e-12)
         ref = ld.forward_dynamics(model, q, v, tau, method="augmented")
-        a = pin.constraintDynamics(pm, pd, qpin(q), vpin(v), vpin(tau), cms, cds, prox)
-        assert _close(np.asarray(a)[vmap], ref.qdd, 1e-9)
+        a = pin.constraintDynamics(pm, pd, qp, vp, tp, cms, cds, prox)
+        assert _close(ref_model.v_from(model, a), ref.qdd, 1e-9)
 
 
 # =========================================================================== motors

@@ -5,6 +5,10 @@ Pinocchio orders quaternions (x, y, z, w) and free-flyer velocities
 already depth-first in loopdyn, which is the order Pinocchio needs, so the maps
 below are per-joint permutations.  Fixed joints become inertia appended to the
 parent's Pinocchio joint; universal joints become a composite of two revolutes.
+
+``ConventionModel`` builds the Pinocchio model of a URDF + loop YAML file (the
+parallel-robot convention of ``loopdyn.io.loops``) the way that community's loader
+does, without loopdyn's reader: a reference for ``ld.load`` of the same files.
 """
 
 import numpy as np
@@ -208,6 +212,146 @@ class PinocchioExport:
             f = pin.Force(np.array(fext[i, 3:]), np.array(fext[i, :3]))
             out[self.joint_of_body[i]] += self.body_in_joint[i].act(f)
         return out
+
+
+class ConventionModel:
+    """The Pinocchio model that the parallel-robot community's loader builds from a URDF
+    and its loop YAML file (``loopdyn.io.loops``), with the maps to a loopdyn model of the
+    same files (``ld.load(yaml)``): a reference built without loopdyn's reader.
+
+    As their loader does: Pinocchio's URDF parser (``floating_base``: a free-flyer root);
+    the ``joint_type`` overrides rebuilt joint by joint (``SPHERICAL`` a spherical joint,
+    ``UJOINT_AB`` (and ``CARDAN`` = ``UJOINT_XY``) two revolute joints ``name_A``,
+    ``name_B`` about those axes, ``FIXED`` locked at zero by ``buildReducedModel``); one
+    ``RigidConstraintModel`` per ``closed_loop`` pair between the named frames (a joint's
+    frame, a link's), ``CONTACT_6D`` or ``CONTACT_3D``, ``LOCAL``, named
+    ``frameACframeB``.  Attributes: ``model``, ``constraints`` (a
+    ``StdVec_RigidConstraintModel``), ``motors`` (``name_mot``); ``constraint_datas()``.
+    ``q(ld_model, q)`` / ``v(ld_model, v)`` / ``v_from(ld_model, v_pin)`` convert states of
+    the loopdyn model of the same files, matching joints by name.
+    """
+
+    def __init__(self, urdf, yaml_file, floating_base=False):
+        from pathlib import Path
+
+        import yaml
+
+        spec = yaml.safe_load(Path(yaml_file).read_text(encoding="utf-8")) or {}
+        if floating_base:
+            src = pin.buildModelFromUrdf(str(urdf), pin.JointModelFreeFlyer())
+        else:
+            src = pin.buildModelFromUrdf(str(urdf))
+        types = [str(t).upper() for t in spec.get("joint_type") or []]
+        self.overrides = dict(zip(spec.get("joint_name") or [], types, strict=True))
+        self.overrides = {
+            k: ("UJOINT_XY" if t == "CARDAN" else t) for k, t in self.overrides.items()
+        }
+        rev = {"X": pin.JointModelRX, "Y": pin.JointModelRY, "Z": pin.JointModelRZ}
+        pm = pin.Model()
+        pm.gravity = src.gravity
+        new_id, fixed = {0: 0}, []
+        for jid in range(1, src.njoints):
+            name, parent = src.names[jid], new_id[src.parents[jid]]
+            place, jm = src.jointPlacements[jid], src.joints[jid]
+            kind = self.overrides.get(name, "")
+            if kind == "SPHERICAL":
+                jm = pin.JointModelSpherical()
+            elif kind.startswith("UJOINT_"):
+                a, b = kind[-2], kind[-1]
+                parent = pm.addJoint(parent, rev[a](), place, f"{name}_{a}")
+                place, jm, name = pin.SE3.Identity(), rev[b](), f"{name}_{b}"
+            elif kind == "FIXED":
+                fixed.append(src.names[jid])
+            new_id[jid] = pm.addJoint(parent, jm, place, name)
+            pm.appendBodyToJoint(new_id[jid], src.inertias[jid], pin.SE3.Identity())
+        for f in src.frames:
+            if f.name != "universe":
+                pm.addFrame(pin.Frame(f.name, new_id[f.parentJoint], f.placement, f.type), False)
+        if fixed:
+            pm = pin.buildReducedModel(pm, [pm.getJointId(n) for n in fixed], pin.neutral(pm))
+        self.model = pm
+        self.constraints = pin.StdVec_RigidConstraintModel()
+        pairs, ctypes = spec.get("closed_loop") or [], spec.get("type")
+        ctypes = ["6d"] * len(pairs) if ctypes is None else ctypes
+        for (n1, n2), t in zip(pairs, ctypes, strict=True):
+            f1, f2 = pm.frames[pm.getFrameId(n1)], pm.frames[pm.getFrameId(n2)]
+            c3 = str(t).lower() == "3d"
+            cm = pin.RigidConstraintModel(
+                pin.ContactType.CONTACT_3D if c3 else pin.ContactType.CONTACT_6D,
+                pm,
+                f1.parentJoint,
+                f1.placement,
+                f2.parentJoint,
+                f2.placement,
+                pin.ReferenceFrame.LOCAL,
+            )
+            cm.name = f"{n1}C{n2}"
+            self.constraints.append(cm)
+        self.motors = list(spec.get("name_mot") or [])
+        self._maps = {}
+
+    def constraint_datas(self):
+        """A ``pin.StdVec_RigidConstraintData`` for ``constraints``."""
+        cds = pin.StdVec_RigidConstraintData()
+        for c in self.constraints:
+            cds.append(c.createData())
+        return cds
+
+    def _map(self, model):
+        """(q parts, v map) of a loopdyn model of the same files, joints matched by name."""
+        key = id(model)
+        if key in self._maps:
+            return self._maps[key]
+        pm = self.model
+        renamed = {v: k for k, v in model.metadata.get("renamed", {}).items()}
+        qparts, vmap = [], np.zeros(model.nv, dtype=np.int64)
+        for i, jn in enumerate(model.joint_names):
+            jt, iq, iv, nq, nv = (int(x) for x in model.topo[i, 1:6])
+            jn = renamed.get(jn, jn)
+            kind = self.overrides.get(jn, "")
+            if jt == FIXED:
+                continue
+            if kind.startswith("UJOINT_"):
+                ja = pm.joints[pm.getJointId(f"{jn}_{kind[-2]}")]
+                jb = pm.joints[pm.getJointId(f"{jn}_{kind[-1]}")]
+                qparts += [(iq, ja.idx_q, 1, 0), (iq + 1, jb.idx_q, 1, 0)]
+                vmap[iv], vmap[iv + 1] = ja.idx_v, jb.idx_v
+                continue
+            J = pm.joints[pm.getJointId(jn)]
+            qparts.append((iq, J.idx_q, nq, jt))
+            if jt == FREE:  # [ω; v] -> pin [v; ω]
+                vmap[iv : iv + 6] = [
+                    J.idx_v + 3,
+                    J.idx_v + 4,
+                    J.idx_v + 5,
+                    *range(J.idx_v, J.idx_v + 3),
+                ]
+            else:
+                vmap[iv : iv + nv] = range(J.idx_v, J.idx_v + nv)
+        self._maps[key] = (qparts, vmap)
+        return self._maps[key]
+
+    def q(self, model, q):
+        """loopdyn q (of ``model``) -> Pinocchio q."""
+        out = pin.neutral(self.model)
+        for iq, pq, nq, jt in self._map(model)[0]:
+            if jt == SPHERICAL:  # (w, x, y, z) -> (x, y, z, w)
+                out[pq : pq + 4] = [*q[iq + 1 : iq + 4], q[iq]]
+            elif jt == FREE:
+                out[pq : pq + 7] = [*q[iq : iq + 3], *q[iq + 4 : iq + 7], q[iq + 3]]
+            else:
+                out[pq : pq + nq] = q[iq : iq + nq]
+        return out
+
+    def v(self, model, v):
+        """loopdyn v (or a, τ) of ``model`` -> Pinocchio's layout."""
+        out = np.zeros(self.model.nv)
+        out[self._map(model)[1]] = v
+        return out
+
+    def v_from(self, model, v_pin):
+        """Pinocchio v (or a, τ) -> the layout of ``model``."""
+        return np.asarray(v_pin)[self._map(model)[1]]
 
 
 def _pin_inertia(model, i):
