@@ -137,6 +137,21 @@ def test_closed_means_closed():
         assert _check("universal", R)[1] < 1e-14
 
 
+def test_a_single_generic_rotation_axis_reads_the_angle_about_it():
+    """A generic closure with one rotation axis (what ``ld.load`` reduces a weld on a loop
+    moving in planes to) reads the angle about its axis, π at a half-turn about it
+    (a universal's dot product read 0 there)."""
+    b = ld.ModelBuilder("generic1")
+    b.add_body("link", "ground", ld.Revolute((0, 0.6, 0.8)), mass=1.0, inertia=(1, 1, 1))
+    b.add_frame("g", "ground")
+    b.add_frame("f", "link")
+    b.add_closure("c", "g", "f", "generic", rotation_axes=[(0, 0.6, 0.8)])
+    model = b.build()
+    for angle in (0.4, np.pi - 1e-9, np.pi, -2.5):
+        phi = ld.closure_residual(model, [angle])
+        assert abs(phi[0]) == pytest.approx(abs(np.angle(np.exp(1j * angle))), rel=1e-12)
+
+
 def test_half_turn_weld_does_not_assemble_flipped():
     """The issue's one-link model: from q = 2.0 the weld closes at q = 0 (mod 2π), not π;
     a revolute about x closed by a revolute/prismatic about z reads π at 180°."""

@@ -17,7 +17,7 @@ derivative is J v:
   vanishes on the closed configurations only (a single dot product per axis also
   vanishes at a half-turn: a weld open by π would read 0):
 
-  - ``ROT_LOG`` (weld, prismatic, three or more generic axes, every planar
+  - ``ROT_LOG`` (weld, prismatic, generic axes other than two, every planar
     rotation row): Φ = a · φ with φ = log(R_Aᵀ R_B) the rotation vector of B
     relative to A (A axes, |φ| <= π), so |Φ| of the rows is the angle between
     the frames; n = R_A K(φ)ᵀ a with K = J_l⁻¹(φ), the inverse left Jacobian of
@@ -25,8 +25,8 @@ derivative is J v:
   - ``ROT_HINGE`` (revolute, two generic axes; hinge axis a, b ⟂ a): the swing
     of the axis, Φ = θ/sin θ · (b_A · a_B) with θ the angle between a_A and a_B
     (|Φ| of the two rows is θ; π where the axis is reversed).
-  - ``ROT_DOT`` (universal, one generic axis): Φ = c_A · b_B, zero exactly where a
-    universal joint about c (in A) and b (in B) closes; |Φ| = sin of the angle by
+  - ``ROT_DOT`` (universal): Φ = c_A · b_B, zero exactly where a universal joint
+    about c (in A) and b (in B) closes; |Φ| = sin of the angle by
     which b_B is off the plane ⟂ c_A.
 
 | kind        | 3D rows                               | planar rows (x–y plane)   |
@@ -64,14 +64,16 @@ TRANSLATION, ROTATION, COUPLING = 0, 1, 2
 ROT_DOT, ROT_HINGE, ROT_LOG = 0, 1, 2
 
 
-def rotation_form(n_rot, planar):
-    """The residual form of a closure with ``n_rot`` rotation rows: two are a hinge's
-    (``_hinge_rows``), one is a universal's dot product in 3D and the angle about z in
-    a planar model, three or more constrain the whole relative rotation."""
+def rotation_form(kind, n_rot):
+    """The residual form of the rotation rows of a closure of ``kind`` with ``n_rot`` of
+    them: a universal's one row is a dot product, two rows are a hinge's
+    (``_hinge_rows``), every other row a component of the relative rotation's log map
+    (the angle about the row's axis: a planar model's rotation row, a weld reduced to
+    the one rotation a planar loop has, ``ld.load``'s minimal closures)."""
+    if kind == "universal":
+        return ROT_DOT
     if n_rot == 2:
         return ROT_HINGE
-    if n_rot == 1 and not planar:
-        return ROT_DOT
     return ROT_LOG
 
 

@@ -271,7 +271,7 @@ class Model:
                     cl_body[k, side] = self.frame_body[fi]
                     cl_X[k, side] = self.frame_X[fi]
                 spec_rows = c.rows(self.planar)
-                form = rotation_form(sum(x[0] == ROTATION for x in spec_rows), self.planar)
+                form = rotation_form(c.kind, sum(x[0] == ROTATION for x in spec_rows))
                 r = [
                     (kind, u, w, (form if kind == ROTATION else -1, -1, -1, -1))
                     for kind, u, w in spec_rows
