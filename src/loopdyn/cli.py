@@ -119,15 +119,81 @@ SIMULATE_OPTIONS = {
 }  # fmt: skip
 
 
-def _load_model(spec, params):
-    """A catalog model (name and ``-p`` parameters) or a model file (``ld.load``)."""
+# ld.load's options as ``--load-option KEY=VALUE`` reads them: KEY -> the value's kind
+LOAD_OPTIONS = {
+    "floating_base": "bool", "planar": "bool", "assemble": "bool",
+    "tree_joints": "names", "cut_joints": "names", "actuated": "names", "package_dirs": "names",
+    "massless": "mass", "nonphysical_inertia": "text", "couplings": "text", "closures": "text",
+    "gravity": "vector", "name": "text", "model": "text", "max_bytes": "int",
+}  # fmt: skip
+LoopsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--loops",
+        help="loop closures beside a URDF: the parallel-robot YAML file "
+        "(closed_loop, type, name_mot, joint_name/joint_type)",
+    ),
+]
+LoadOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--load-option",
+        "-L",
+        help="an ld.load option KEY=VALUE for a model file, e.g. nonphysical_inertia=accept, "
+        "massless=0.01, floating_base=true, cut_joints=a,b, couplings=ignore "
+        f"(keys: {', '.join(LOAD_OPTIONS)})",
+    ),
+]
+
+
+def _parse_load_options(items):
+    """``--load-option KEY=VALUE`` items as ``ld.load`` keywords."""
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise _Usage(f"--load-option: expected KEY=VALUE, got {item!r}")
+        k, v = (x.strip() for x in item.split("=", 1))
+        kind = LOAD_OPTIONS.get(k)
+        if kind is None:
+            raise _Usage(f"--load-option: unknown key {k!r}; use one of {', '.join(LOAD_OPTIONS)}")
+        if kind == "bool":
+            if v.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise _Usage(f"--load-option {k}: expected true or false, got {v!r}")
+            out[k] = v.lower() in ("true", "1", "yes")
+        elif kind == "names":
+            out[k] = [x.strip() for x in v.split(",") if x.strip()]
+        elif kind == "vector":
+            out[k] = _parse_vector(v, f"--load-option {k}")
+        elif kind == "int":
+            try:
+                out[k] = int(v)
+            except ValueError:
+                raise _Usage(f"--load-option {k}: expected an integer, got {v!r}") from None
+        elif kind == "mass":  # "error" or a mass in kg
+            try:
+                out[k] = float(v)
+            except ValueError:
+                out[k] = v
+        else:
+            out[k] = v
+    return out
+
+
+def _load_model(spec, params, loops=None, load_options=None):
+    """A catalog model (name and ``-p`` parameters) or a model file (``ld.load`` with
+    ``--loops`` and ``--load-option`` options)."""
     import loopdyn as ld
 
     path = Path(spec)
-    if path.suffix.lower() in _FILE_SUFFIXES or path.exists():
+    if path.suffix.lower() in (*_FILE_SUFFIXES, ".yaml", ".yml") or path.exists():
         if params:
             raise _Usage("--param sets catalog parameters; a model file takes none")
-        return ld.load(path)
+        options = _parse_load_options(load_options)
+        if loops is not None:
+            options["loops"] = loops
+        return ld.load(path, **options)
+    if loops is not None or load_options:
+        raise _Usage(f"--loops and --load-option apply to a model file, not to catalog {spec!r}")
     return ld.examples.get(spec, **_parse_params(spec, params))
 
 
@@ -229,6 +295,8 @@ def info(
     param: Annotated[
         list[str] | None, typer.Option("--param", "-p", help="catalog parameter KEY=VALUE")
     ] = None,
+    loops: LoopsOption = None,
+    load_option: LoadOption = None,
 ):
     """Describe a model: bodies, joints, loops, DOF, rank of the closures at q0, methods."""
     from rich.table import Table
@@ -236,7 +304,7 @@ def info(
     with _errors():
         import loopdyn as ld
 
-        mdl = _load_model(model, param)
+        mdl = _load_model(model, param, loops, load_option)
         d = ld.io.describe(mdl)
     con = _console()
     con.print(
@@ -265,15 +333,19 @@ def info(
 
 @app.command()
 def convert(
-    source: Annotated[Path, typer.Argument(help="model file (.urdf .sdf .xml .toml)")],
+    source: Annotated[
+        str, typer.Argument(help="catalog name or model file (.urdf .sdf .xml .toml .yaml)")
+    ],
     target: Annotated[Path, typer.Argument(help="output file (.toml or .xml)")],
+    loops: LoopsOption = None,
+    load_option: LoadOption = None,
 ):
-    """Convert a model file to another format (native TOML, or MJCF)."""
+    """Convert a catalog model or a model file to native TOML or MJCF."""
     with _errors():
         import loopdyn as ld
 
         _check_output(target, (".toml", ".xml"), "output")
-        ld.io.convert(source, target)
+        ld.save(_load_model(source, None, loops, load_option), target)
     _console().print(f"wrote {target}")
 
 
@@ -295,6 +367,8 @@ def simulate(
     atol: Annotated[float, typer.Option(help="absolute tolerance (adaptive)")] = 1e-8,
     dt: Annotated[float | None, typer.Option(help="RK4 step (s)")] = None,
     points: Annotated[int, typer.Option(help="number of output times")] = 501,
+    loops: LoopsOption = None,
+    load_option: LoadOption = None,
     param: Annotated[
         list[str] | None,
         typer.Option(
@@ -339,7 +413,7 @@ def simulate(
             names=SIMULATE_OPTIONS,
         )  # fmt: skip
         _note_compiling([CONSTRAINTS, ld.methods.dynamics.entry_of(method)])
-        mdl = _load_model(model, param)
+        mdl = _load_model(model, param, loops, load_option)
         ind = _parse_vector(independent, "--independent")
         kw = dict(
             independent=None if ind is None else ind.astype(int),

@@ -14,13 +14,15 @@ from typing import Annotated
 
 import typer
 
+from loopdyn.cli import LoadOption, LoopsOption  # cli imports this module at its end
+
 
 def register(app):
     """Add the ``view`` command to the typer ``app``."""
     app.command(name="view")(view)
 
 
-def _target(spec, model_spec, params, t_end, method):
+def _target(spec, model_spec, params, t_end, method, loops=None, load_options=None):
     """(object to show, its model or None) of the command's arguments."""
     import loopdyn as ld
     from loopdyn import cli
@@ -35,7 +37,7 @@ def _target(spec, model_spec, params, t_end, method):
         return traj, traj.resolve_model(model)
     if model_spec:
         raise cli._Usage("--model names a saved trajectory's model; give the model as TARGET")
-    model = cli._load_model(spec, params)
+    model = cli._load_model(spec, params, loops, load_options)
     if t_end is None:
         return model, model
     import numpy as np
@@ -66,6 +68,8 @@ def view(
     port: Annotated[int, typer.Option(help="viewer port")] = 8080,
     max_frames: Annotated[int, typer.Option(help="frames kept of a trajectory")] = 300,
     meshes: Annotated[bool, typer.Option(help="draw the file's meshes (else sticks)")] = True,
+    loops: LoopsOption = None,
+    load_option: LoadOption = None,
 ):
     """Show a model or a trajectory in 3D: a viewer in the browser, or an HTML file."""
     from loopdyn import cli
@@ -76,7 +80,7 @@ def view(
         if max_frames < 1:
             raise cli._Usage(f"--max-frames must be at least 1, got {max_frames}")
         try:
-            obj, mdl = _target(target, model, param, t_end, method)
+            obj, mdl = _target(target, model, param, t_end, method, loops, load_option)
             if html is not None:
                 from loopdyn.viz.html import export_html
 
