@@ -13,6 +13,12 @@ redundant at every configuration (``model.metadata["reduced_closures"]``) is
 exported as that original kind.  Universal and prismatic closures have no MuJoCo
 equality.  Free joints are not exported (MuJoCo's free-joint velocity is in world
 axes, loopdyn's in body axes).
+
+``model.q0`` is written as the keyframe ``<key name="q0" qpos="..."/>`` (MuJoCo's
+``mj_resetDataKeyframe`` poses the model there; loopdyn's MJCF reader reads it back as
+``q0``).  The joints keep ``ref = 0``, so MuJoCo's qpos of a hinge or slide is loopdyn's
+q and the bodies sit, in the file, where loopdyn's zero configuration puts them
+(``ref`` would shift the joints' zero, i.e. change the coordinates, not the pose).
 """
 
 from xml.sax.saxutils import quoteattr
@@ -92,6 +98,10 @@ def to_mjcf(model, timestep=1e-3, integrator="RK4", solref=None, solimp=None):
                     (f"cl{k}_{n}_{side}", pair[side])
                 )
 
+    # q0 in MuJoCo's qpos order: the order in which the joints appear in the file
+    q0 = np.asarray(model.q0, dtype=float)
+    qpos = []
+
     def body_xml(i, indent):
         jt = int(model.topo[i, 1])
         if jt == FREE:
@@ -124,6 +134,8 @@ def to_mjcf(model, timestep=1e-3, integrator="RK4", solref=None, solimp=None):
             out.append(f'{pad}  <joint name={_q(name)} type="ball" limited="false"/>')
         elif jt != FIXED:  # pragma: no cover
             raise ValueError(f"joint type {jt} has no MuJoCo counterpart")
+        iq, nq = int(model.topo[i, 2]), int(model.topo[i, 4])
+        qpos.extend(q0[iq : iq + nq])
         full = [Ic[0, 0], Ic[1, 1], Ic[2, 2], Ic[0, 1], Ic[0, 2], Ic[1, 2]]
         out.append(f'{pad}  <inertial pos="{_v(c)}" mass="{m:.17g}" fullinertia="{_v(full)}"/>')
         for sname, X in sites.get(i, []):
@@ -158,6 +170,8 @@ def to_mjcf(model, timestep=1e-3, integrator="RK4", solref=None, solimp=None):
             )
     if eq:
         lines += ["  <equality>", *eq, "  </equality>"]
+    if qpos:
+        lines += ["  <keyframe>", f'    <key name="q0" qpos="{_v(qpos)}"/>', "  </keyframe>"]
     lines.append("</mujoco>")
     return "\n".join(lines)
 

@@ -15,6 +15,8 @@ the model:
   ball: the same quaternion; free: position and quaternion of the body in the
   world, but loopdyn's free velocity is [ω; v] in body axes where MuJoCo's is
   [v (world); ω (body)];
+- ``q0``: the keyframe named ``q0`` if the file has one (``ld.save`` writes it),
+  read with the same map; else the file's reference pose (qpos0);
 - equality ``connect`` (bodies or sites) → ball closure (planar model: revolute);
   ``weld`` (bodies: ``relpose`` and ``anchor``; sites: the two site frames) → weld;
   ``joint`` with a linear polynomial → coupling q₁ = a₀ + a₁ q₂; inactive
@@ -162,6 +164,8 @@ def read(data, name, path=None, package_dirs=None, max_bytes=_xml.MAX_BYTES, opt
     joint_name = [nm(obj.mjOBJ_JOINT, j) or f"joint{j}" for j in range(mj.njnt)]
     ref = {}
     q0 = {}
+    # qpos addresses of each loopdyn joint (a universal joint: its two hinges)
+    adr = {}
     for b in range(1, mj.nbody):
         bname = body_name[b]
         line = line_of("body", bname)
@@ -195,6 +199,7 @@ def read(data, name, path=None, package_dirs=None, max_bytes=_xml.MAX_BYTES, opt
             desc.joints.append(Joint(jn, "floating", WORLD, bname, np.eye(4), np.eye(4), jline))
             qa = int(mj.jnt_qposadr[j0])
             q0[jn] = np.array(mj.qpos0[qa : qa + 7], dtype=float)
+            adr[jn] = ("free", [qa])
         elif len(jids) == 1:
             kind = {jt.mjJNT_HINGE: "revolute", jt.mjJNT_SLIDE: "prismatic", jt.mjJNT_BALL: "ball"}[
                 types[0]
@@ -203,18 +208,23 @@ def read(data, name, path=None, package_dirs=None, max_bytes=_xml.MAX_BYTES, opt
             desc.joints.append(Joint(jn, kind, parent, bname, X_pb @ A, A, jline, axis))
             if kind != "ball":
                 ref[jn] = float(mj.qpos0[mj.jnt_qposadr[j0]])
+            adr[jn] = (kind, [int(mj.jnt_qposadr[j0])])
         elif (
             len(jids) == 2
             and types == [jt.mjJNT_HINGE, jt.mjJNT_HINGE]
             and np.allclose(mj.jnt_pos[jids[1]], anchor, atol=1e-12)
         ):
             a1, a2 = (np.array(mj.jnt_axis[j], dtype=float) for j in jids)
-            desc.joints.append(Joint(jn, "universal", parent, bname, X_pb @ A, A, jline, a1, a2))
-            desc.notes.append(
-                f"{what}: hinges {jn!r} and {joint_name[jids[1]]!r} form the universal joint {jn!r}"
-            )
+            jn2 = joint_name[jids[1]]
+            un = jn
+            # ld.save writes loopdyn's universal joint U as the hinges U_1, U_2
+            if jn.endswith("_1") and jn2 == jn[:-2] + "_2" and jn[:-2] not in joint_name:
+                un = jn[:-2]
+            desc.joints.append(Joint(un, "universal", parent, bname, X_pb @ A, A, jline, a1, a2))
+            desc.notes.append(f"{what}: hinges {jn!r} and {jn2!r} form the universal joint {un!r}")
             for j in jids:
                 ref[joint_name[j]] = float(mj.qpos0[mj.jnt_qposadr[j]])
+            adr[un] = ("universal", [int(mj.jnt_qposadr[j]) for j in jids])
         else:
             raise desc.error(
                 line,
@@ -311,5 +321,17 @@ def read(data, name, path=None, package_dirs=None, max_bytes=_xml.MAX_BYTES, opt
         "qpos0_offset": ref,
         "free_qpos0": {k: v.tolist() for k, v in q0.items()},
     }
+    key = mujoco.mj_name2id(mj, obj.mjOBJ_KEY, "q0") if mj.nkey else -1
+    if key >= 0:
+        # the keyframe ld.save writes: q0 in MuJoCo's qpos, read with the map above
+        qpos = np.array(mj.key_qpos[key], dtype=float)
+        for jn, (kind, qas) in adr.items():
+            if kind == "free":
+                q0[jn] = qpos[qas[0] : qas[0] + 7]
+            elif kind == "ball":
+                q0[jn] = qpos[qas[0] : qas[0] + 4]
+            else:
+                q0[jn] = np.array([qpos[a] - mj.qpos0[a] for a in qas])
+        desc.extra["mujoco"]["keyframe"] = "q0"
     desc.q_init = q0
     return desc
