@@ -1,5 +1,9 @@
 """MJCF written by ``ld.save`` reads back as the same model (issue 42): the same q0
-(the keyframe ``q0``), joint names and dynamics."""
+(the keyframe ``q0``), joint names and dynamics; and reading MJCF without MuJoCo
+installed is one line naming the extra that installs it."""
+
+import builtins
+import sys
 
 import numpy as np
 import pytest
@@ -92,3 +96,54 @@ def test_mjcf_keyframe_q0_is_read_from_hand_written_files():
     assert np.allclose(model.q0, [1.0, 0, 1, 0, 0], atol=1e-15)
     without = ld.io.loads(xml.replace('name="q0"', 'name="other"'), "mjcf", name="k.xml")
     assert np.allclose(without.q0, [0, 1, 0, 0, 0])
+
+
+# ------------------------------------------------------------ MuJoCo not installed
+@pytest.mark.parametrize("how", ["sys.modules", "import"])
+def test_mjcf_without_mujoco_is_one_line_naming_the_extra(how, tmp_path, monkeypatch):
+    path = ld.save(ld.examples.four_bar(), tmp_path / "four_bar.xml")  # needs no MuJoCo
+    if how == "sys.modules":
+        monkeypatch.setitem(sys.modules, "mujoco", None)
+    else:
+        real = builtins.__import__
+
+        def fake(name, *args, **kwargs):
+            if name == "mujoco" or name.startswith("mujoco."):
+                raise ModuleNotFoundError("No module named 'mujoco'", name="mujoco")
+            return real(name, *args, **kwargs)
+
+        monkeypatch.delitem(sys.modules, "mujoco", raising=False)
+        monkeypatch.setattr(builtins, "__import__", fake)
+    with pytest.raises(ld.ModelError) as err:
+        ld.load(path)
+    msg = str(err.value)
+    assert "\n" not in msg and "four_bar.xml" in msg
+    assert "pip install 'loopdyn[mjcf]'" in msg
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+    # a file that is not MJCF at all still says that first
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<robot/>")
+    with pytest.raises(ld.ModelError, match="not <mujoco>"):
+        ld.load(bad)
+
+
+def test_mjcf_without_mujoco_cli_is_one_line(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from loopdyn.cli import app
+
+    path = ld.save(ld.examples.four_bar(), tmp_path / "four_bar.xml")
+    monkeypatch.setitem(sys.modules, "mujoco", None)
+    res = CliRunner().invoke(app, ["info", str(path)])
+    assert res.exit_code == 2
+    lines = [x for x in res.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and "loopdyn[mjcf]" in lines[0], res.output
+
+
+def test_pyproject_has_the_mjcf_extra():
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    extras = project["project"]["optional-dependencies"]
+    assert extras["mjcf"] == ["mujoco>=3.1"]

@@ -1,5 +1,9 @@
 """MJCF reader through MuJoCo's own compiler (the compiled ``MjModel`` is the truth).
 
+MuJoCo is an optional dependency: ``pip install 'loopdyn[mjcf]'`` (without it,
+``ld.load`` of an MJCF file raises a one-line ``ModelError`` saying so; writing MJCF
+with ``ld.save`` needs nothing).
+
 The file is first read with ``defusedxml`` (size limit, no entities) and every file
 it names (``<include>``, meshes, textures, ...) must lie under the roots; then
 ``mujoco.MjModel.from_xml_path`` compiles it (defaults, angle units, ``childclass``,
@@ -104,8 +108,23 @@ def _check_files(doc, base_dir, roots, max_bytes, depth=0, seen=None):
             _check_files(sub_doc, base_dir, roots, max_bytes, depth + 1, seen)
 
 
+#: what a user without MuJoCo is told (MuJoCo is an optional dependency)
+INSTALL_HINT = "pip install 'loopdyn[mjcf]'"
+
+
+def _mujoco(name):
+    """The ``mujoco`` module, or a one-line ModelError naming the extra that installs it."""
+    try:
+        import mujoco
+    except ImportError:
+        raise ModelError(
+            f"{name}: reading MJCF needs MuJoCo's compiler, which is not installed: {INSTALL_HINT}"
+        ) from None
+    return mujoco
+
+
 def _compile(data, name, path):
-    import mujoco
+    mujoco = _mujoco(name)
 
     try:
         if path is not None:
@@ -129,14 +148,13 @@ def _lines(doc):
 
 
 def read(data, name, path=None, package_dirs=None, max_bytes=_xml.MAX_BYTES, opts=None):
-    """A :class:`~loopdyn.io._graph.Description` of MJCF text ``data`` (file ``name``)."""
-    import mujoco
-
+    """A ``Description`` (``loopdyn.io._graph``) of MJCF text ``data`` (file ``name``)."""
     doc = _xml.parse(data, name, max_bytes)
     if _xml.local(doc.root.tag) != "mujoco":
         raise doc.error(
             doc.root, "", f"the root element is <{_xml.local(doc.root.tag)}>, not <mujoco>"
         )
+    mujoco = _mujoco(name)
     base_dir = None if path is None else str(Path(path).resolve().parent)
     roots = list(package_dirs) if package_dirs is not None else _xml.default_roots(path)
     _check_files(doc, base_dir, roots, max_bytes)
