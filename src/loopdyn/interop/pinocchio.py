@@ -1,10 +1,17 @@
-"""Export a loopdyn model to Pinocchio, with the maps between the two state layouts.
+"""Export a loopdyn model to Pinocchio, and the maps between the two state layouts.
 
 Pinocchio orders quaternions (x, y, z, w) and free-flyer velocities
-``[v_linear; ω]``; loopdyn uses (w, x, y, z) and ``[ω; v_linear]``.  Bodies are
-already depth-first in loopdyn, which is the order Pinocchio needs, so the maps
-below are per-joint permutations.  Fixed joints become inertia appended to the
-parent's Pinocchio joint; universal joints become a composite of two revolutes.
+``[v_linear; ω]``; loopdyn uses (w, x, y, z) and ``[ω; v_linear]`` (both in body
+axes).  Fixed joints become inertia appended to the parent's Pinocchio joint;
+universal joints become a composite of two revolutes.
+
+:class:`CoordinateMap` maps loopdyn's q, v (and q̈, τ) to those of any Pinocchio
+model of the same mechanism and back, matching joints by name: a ``pin.Model`` that
+a user built from the same URDF with ``pin.buildModelFromUrdf`` (free-flyer root
+included) orders its joints differently from loopdyn (talos: the legs first in
+Pinocchio, the torso first in loopdyn) and stores a continuous joint as
+(cos θ, sin θ).  :class:`PinocchioExport` (loopdyn's own export) carries the same
+maps for the model it builds.
 
 ``ConventionModel`` builds the Pinocchio model of a URDF + loop YAML file (the
 parallel-robot convention of ``loopdyn.io.loops``) the way that community's loader
@@ -14,7 +21,183 @@ does, without loopdyn's reader: a reference for ``ld.load`` of the same files.
 import numpy as np
 import pinocchio as pin
 
+from loopdyn.errors import ModelError
 from loopdyn.model.joints import FIXED, FREE, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
+
+# how a Pinocchio joint stores one loopdyn joint's coordinates
+_SAME, _UNBOUNDED, _QUAT, _FREE = "same", "unbounded", "quaternion", "free"
+
+
+def _pin_kind(model, i, J, what):
+    """How the Pinocchio joint ``J`` holds loopdyn body i's joint, or a ModelError."""
+    jt, nq, nv = int(model.topo[i, 1]), int(model.topo[i, 4]), int(model.topo[i, 5])
+    short = J.shortname()
+    if jt == FREE:
+        if short == "JointModelFreeFlyer":
+            return _FREE
+    elif jt == SPHERICAL:
+        if short == "JointModelSpherical":
+            return _QUAT
+    elif (J.nq, J.nv) == (nq, nv) and "Spherical" not in short and "Planar" not in short:
+        return _SAME  # revolute, prismatic, universal (a composite of two revolutes)
+    elif nq == 1 and (J.nq, J.nv) == (2, 1):
+        return _UNBOUNDED  # URDF continuous: Pinocchio stores (cos θ, sin θ)
+    names = {FREE: "free", SPHERICAL: "spherical", REVOLUTE: "revolute"}
+    names.update({PRISMATIC: "prismatic", UNIVERSAL: "universal"})
+    raise ModelError(
+        f"{what}: loopdyn's {names.get(jt, jt)} joint (nq={nq}, nv={nv}) has no coordinate "
+        f"map to Pinocchio's {short} (nq={J.nq}, nv={J.nv})"
+    )
+
+
+def _match_by_name(model, pm):
+    """Pinocchio joint id of each loopdyn body (None for a fixed joint), by joint name
+    (the file's name where the reader renamed a joint; a free root joint also matches
+    Pinocchio's free-flyer root, whatever its name)."""
+    renamed = {v: k for k, v in (getattr(model, "metadata", None) or {}).get("renamed", {}).items()}
+    ids, missing, used = [], [], set()
+    for i, jn in enumerate(model.joint_names):
+        if int(model.topo[i, 1]) == FIXED:
+            ids.append(None)
+            continue
+        jid = None
+        for name in (renamed.get(jn, jn), jn):
+            if pm.existJointName(name):
+                jid = pm.getJointId(name)
+                break
+        if (
+            jid is None
+            and int(model.topo[i, 1]) == FREE
+            and model.parent[i] < 0
+            and pm.njoints > 1
+            and pm.joints[1].shortname() == "JointModelFreeFlyer"
+            and pm.parents[1] == 0
+        ):
+            jid = 1
+        if jid is None:
+            missing.append(jn)
+        ids.append(jid)
+        used.add(jid)
+    extra = [pm.names[k] for k in range(1, pm.njoints) if k not in used]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"loopdyn joint(s) {missing} are not in the Pinocchio model")
+        if extra:
+            parts.append(f"Pinocchio joint(s) {extra} are not in the loopdyn model")
+        hint = ""
+        if any(int(model.topo[i, 1]) == FREE for i in range(model.nbodies)) != any(
+            pm.joints[k].shortname() == "JointModelFreeFlyer" for k in range(1, pm.njoints)
+        ):
+            hint = (
+                " (a floating base on one side only: ld.load(..., floating_base=True) goes "
+                "with pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()))"
+            )
+        raise ModelError(f"model {model.name!r}: " + "; ".join(parts) + hint)
+    return ids
+
+
+class CoordinateMap:
+    """loopdyn q, v ↔ the q, v of a Pinocchio model of the same mechanism.
+
+    ``CoordinateMap(model, pin_model)`` matches each loopdyn joint to the Pinocchio
+    joint of the same name (the file's joint name where loopdyn's reader renamed it,
+    ``model.metadata["renamed"]``; a free root joint also matches Pinocchio's
+    free-flyer root).  Every moving joint must have a counterpart on the other side
+    (else a ``ModelError`` naming the joints left over).  Per joint:
+
+    - revolute, prismatic, universal: the same coordinates;
+    - a URDF continuous joint (Pinocchio's unbounded revolute): θ ↔ (cos θ, sin θ);
+    - spherical: quaternion (w, x, y, z) ↔ Pinocchio's (x, y, z, w);
+    - free: q = [p; w, x, y, z] ↔ [p; x, y, z, w], v = [ω; v] ↔ Pinocchio's [v; ω]
+      (both in body axes).
+
+    ``q(q)`` / ``q_from(q_pin)`` map configurations; ``v(v)`` / ``v_from(v_pin)``
+    velocities, accelerations and joint forces; ``matrix_from`` an nv×nv matrix
+    (mass matrix), ``jacobian_from`` a 6×nv frame Jacobian.  ``vmap[k]`` is the
+    Pinocchio index of loopdyn's velocity index k.
+    """
+
+    def __init__(self, model, pin_model, joint_ids=None):
+        pm = pin_model
+        self.source = model
+        self.model = pm
+        ids = _match_by_name(model, pm) if joint_ids is None else list(joint_ids)
+        qmap = np.empty(model.nq, dtype=np.int64)
+        vmap = np.empty(model.nv, dtype=np.int64)
+        parts = []
+        permutation = True
+        for i in range(model.nbodies):
+            jt, iq, iv, nq, nv = (int(x) for x in model.topo[i, 1:6])
+            if jt == FIXED:
+                continue
+            J = pm.joints[ids[i]]
+            what = f"model {model.name!r}, joint {model.joint_names[i]!r}"
+            kind = _pin_kind(model, i, J, what)
+            pq, pv = J.idx_q, J.idx_v
+            if kind == _QUAT:  # (w, x, y, z) -> (x, y, z, w)
+                qmap[iq : iq + 4] = [pq + 3, pq, pq + 1, pq + 2]
+                vmap[iv : iv + 3] = range(pv, pv + 3)
+            elif kind == _FREE:
+                qmap[iq : iq + 7] = [pq, pq + 1, pq + 2, pq + 6, pq + 3, pq + 4, pq + 5]
+                vmap[iv : iv + 6] = [pv + 3, pv + 4, pv + 5, pv, pv + 1, pv + 2]
+            elif kind == _UNBOUNDED:
+                permutation = False
+                qmap[iq] = -1
+                parts.append((iq, pq))
+                vmap[iv] = pv
+            else:
+                qmap[iq : iq + nq] = range(pq, pq + nq)
+                vmap[iv : iv + nv] = range(pv, pv + nv)
+        #: Pinocchio q index of each loopdyn q index (-1: a continuous joint's angle)
+        self.qmap = qmap
+        self.vmap = vmap
+        self._unbounded = parts
+        self._permutation = permutation
+        self._qdirect = np.flatnonzero(qmap >= 0)
+
+    # state maps ---------------------------------------------------------------
+    def q(self, q):
+        """loopdyn q -> Pinocchio q."""
+        out = np.empty(self.model.nq)
+        if self._permutation:
+            out[self.qmap] = q
+            return out
+        q = np.asarray(q, dtype=float)
+        out[self.qmap[self._qdirect]] = q[self._qdirect]
+        for iq, pq in self._unbounded:
+            out[pq], out[pq + 1] = np.cos(q[iq]), np.sin(q[iq])
+        return out
+
+    def q_from(self, q_pin):
+        """Pinocchio q -> loopdyn q."""
+        if self._permutation:
+            return np.asarray(q_pin)[self.qmap]
+        q_pin = np.asarray(q_pin, dtype=float)
+        out = np.empty(self.source.nq)
+        out[self._qdirect] = q_pin[self.qmap[self._qdirect]]
+        for iq, pq in self._unbounded:
+            out[iq] = np.arctan2(q_pin[pq + 1], q_pin[pq])
+        return out
+
+    def v(self, v):
+        """loopdyn v (or q̈, τ) -> Pinocchio's layout."""
+        out = np.empty(self.model.nv)
+        out[self.vmap] = v
+        return out
+
+    def v_from(self, v_pin):
+        """Pinocchio v (or a, τ) -> loopdyn's layout."""
+        return np.asarray(v_pin)[self.vmap]
+
+    def matrix_from(self, M_pin):
+        """An nv×nv Pinocchio matrix -> loopdyn's layout."""
+        return np.asarray(M_pin)[np.ix_(self.vmap, self.vmap)]
+
+    def jacobian_from(self, J_pin):
+        """A 6×nv Pinocchio Jacobian ``[v; ω]`` -> loopdyn's ``[ω; v]`` rows and columns."""
+        J = np.asarray(J_pin)[:, self.vmap]
+        return np.vstack([J[3:], J[:3]])
 
 
 def _se3(R, p):
@@ -26,8 +209,9 @@ def _pose(model, i):
     return model.jgeom[i, :3], model.jgeom[i, 3]
 
 
-class PinocchioExport:
-    """A Pinocchio model equivalent to a loopdyn model, and the state maps.
+class PinocchioExport(CoordinateMap):
+    """A Pinocchio model equivalent to a loopdyn model, and the state maps
+    (:class:`CoordinateMap`'s ``q``, ``q_from``, ``v``, ``v_from``, ...).
 
     Attributes: ``model`` (pin.Model), ``constraints`` (a
     ``pin.StdVec_RigidConstraintModel`` of the closures Pinocchio can express:
@@ -96,25 +280,7 @@ class PinocchioExport:
         self.joint_of_body = joint_of
         self.body_in_joint = body_in
         self._closures(model)
-        # coordinate maps: pin index for each loopdyn index
-        qmap = np.empty(model.nq, dtype=np.int64)
-        vmap = np.empty(model.nv, dtype=np.int64)
-        for i in range(model.nbodies):
-            jt, iq, iv, nq, nv = (int(x) for x in model.topo[i, 1:6])
-            if jt == FIXED:
-                continue
-            j = pm.joints[joint_of[i]]
-            pq, pv = j.idx_q, j.idx_v
-            if jt == SPHERICAL:  # (w, x, y, z) -> (x, y, z, w)
-                qmap[iq : iq + 4] = [pq + 3, pq, pq + 1, pq + 2]
-                vmap[iv : iv + 3] = range(pv, pv + 3)
-            elif jt == FREE:
-                qmap[iq : iq + 7] = [pq, pq + 1, pq + 2, pq + 6, pq + 3, pq + 4, pq + 5]
-                vmap[iv : iv + 6] = [pv + 3, pv + 4, pv + 5, pv, pv + 1, pv + 2]
-            else:
-                qmap[iq : iq + nq] = range(pq, pq + nq)
-                vmap[iv : iv + nv] = range(pv, pv + nv)
-        self.qmap, self.vmap = qmap, vmap
+        CoordinateMap.__init__(self, model, pm, joint_ids=joint_of)
 
     def _closures(self, model):
         """Ball -> CONTACT_3D, weld -> CONTACT_6D; planar revolute -> CONTACT_3D (its
@@ -174,36 +340,6 @@ class PinocchioExport:
             self.model, pd, self.q(q), self.v(v), self.v(tau), self.constraints, cds, prox
         )
         return self.v_from(a)
-
-    # state maps ---------------------------------------------------------------
-    def q(self, q):
-        """loopdyn q -> Pinocchio q."""
-        out = np.empty(self.model.nq)
-        out[self.qmap] = q
-        return out
-
-    def v(self, v):
-        """loopdyn v (or a, τ) -> Pinocchio's layout."""
-        out = np.empty(self.model.nv)
-        out[self.vmap] = v
-        return out
-
-    def v_from(self, v_pin):
-        """Pinocchio v (or a, τ) -> loopdyn's layout."""
-        return np.asarray(v_pin)[self.vmap]
-
-    def q_from(self, q_pin):
-        """Pinocchio q -> loopdyn q."""
-        return np.asarray(q_pin)[self.qmap]
-
-    def matrix_from(self, M_pin):
-        """An nv×nv Pinocchio matrix -> loopdyn's layout."""
-        return np.asarray(M_pin)[np.ix_(self.vmap, self.vmap)]
-
-    def jacobian_from(self, J_pin):
-        """A 6×nv Pinocchio Jacobian ``[v; ω]`` -> loopdyn's ``[ω; v]`` rows and columns."""
-        J = np.asarray(J_pin)[:, self.vmap]
-        return np.vstack([J[3:], J[:3]])
 
     def fext(self, fext):
         """loopdyn (nb, 6) body wrenches ``[n; f]`` -> Pinocchio's per-joint ``pin.Force`` list."""
