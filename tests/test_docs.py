@@ -35,6 +35,31 @@ def test_mkdocs_build_strict(tmp_path):
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
     # the reference is generated from the docstrings
     assert "Trajectory" in api and "build_scene" in api and "forward_dynamics" in api
+    _check_api_page(api)
+
+
+def _check_api_page(api):
+    """Every name of ``ld.__all__`` has its entry; public signatures; roles rendered."""
+    import html
+
+    import loopdyn as ld
+
+    ids = set(re.findall(r'\sid="([^"]+)"', api))
+    missing = [n for n in ld.__all__ if f"loopdyn.{n}" not in ids]
+    assert not missing, f"the API page has no entry for {missing}"
+    text = html.unescape(re.sub(r"<[^>]+>", "", api))
+    # ld.aba, ld.rnea, ld.crba were documented as their kernels' modules (griffe lets
+    # the submodule loopdyn.tree.aba shadow the function of the same name)
+    for name, sig in (("aba", "(model, q, v, tau, fext=None, data=None)"),
+                      ("rnea", "(model, q, v, a, fext=None, data=None)"),
+                      ("crba", "(model, q, data=None)")):  # fmt: skip
+        assert f"loopdyn.{name}{sig}" in text, name
+        assert f"{name}_kernel(" not in text, name
+    # Sphinx roles in the docstrings are rendered (links or code), never raw
+    raw = sorted(set(re.findall(r":(?:class|func|meth|mod|attr|exc|data|obj):\s*`?[\w.~]+", text)))
+    assert not raw, f"raw reST roles on the API page: {raw[:10]}"
+    # ... and a role naming a documented object links to it
+    assert re.search(r'<a class="autorefs[^"]*"[^>]*href="#loopdyn\.ModelBuilder"', api)
 
 
 def _blocks(page):

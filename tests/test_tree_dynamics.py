@@ -204,7 +204,8 @@ def test_explicit_data_takes_the_compiled_path(monkeypatch):
     def checked(*args, **kws):
         raise AssertionError("the checked path was taken")
 
-    monkeypatch.setattr(ld.tree, "configuration", checked)
+    # the checked path's first step, in the module that defines ld.aba, ld.rnea, ld.crba
+    monkeypatch.setattr(ld.tree.algorithms, "configuration", checked)
     np.testing.assert_array_equal(ld.aba(model, q, v, tau, data=data), expected[0])
     np.testing.assert_array_equal(ld.rnea(model, q, v, tau, data=data), expected[1])
     np.testing.assert_array_equal(ld.crba(model, q, data=data), expected[2])

@@ -79,7 +79,7 @@ from loopdyn.sim.trajectory import Trajectory
 from loopdyn.sweeps import read_sweep, sweep
 from loopdyn.topology.aggregation import aggregation
 from loopdyn.topology.parallel import parallel_structure
-from loopdyn.tree import aba, crba, nonlinear_effects, rnea
+from loopdyn.tree.algorithms import aba, crba, nonlinear_effects, rnea
 from loopdyn.viz.html import export_html
 from loopdyn.viz.sweep_plot import plot_sweep
 from loopdyn.viz.viewer import view

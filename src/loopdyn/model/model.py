@@ -52,6 +52,9 @@ from loopdyn.model.joints import (
 )
 
 GROUND = "ground"
+"""The name of the fixed world body: the parent of a root body (``add_body(name,
+GROUND, ...)``), the body of a frame or closure end attached to the world."""
+
 # a planar model's joints: hinge axes within this angle (rad) of z, slides and origins
 # within it of the x–y plane (relative to the distance from the origin, at least 1 m):
 # files round π and their placements to some 6 digits
