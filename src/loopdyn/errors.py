@@ -18,7 +18,18 @@ class NotAModelError(ModelError, TypeError):
 
 
 class AssemblyError(LoopdynError):
-    """The loop closures cannot be satisfied from the given guess."""
+    """The loop closures cannot be satisfied from the given guess.
+
+    Raised by ``ld.assemble`` it carries ``info`` (an ``AssemblyInfo``: iterations,
+    residual, why it stopped), ``q`` (the best configuration it found) and ``closure``
+    (the name of the closure left most open); None where not known.
+    """
+
+    def __init__(self, message, *, info=None, q=None, closure=None):
+        super().__init__(message)
+        self.info = info
+        self.q = q
+        self.closure = closure
 
 
 class SingularityError(LoopdynError):
