@@ -229,16 +229,9 @@ NOT_A_MODEL = {
     "inverse_dynamics": lambda m: ld.inverse_dynamics(m, _q(), _Z, _Z),
     "degrees_of_freedom": lambda m: ld.degrees_of_freedom(m),
     "closure_forces": lambda m: ld.closure_forces(m, _q(), [0.0, 0.0]),
-}
-# their first lines are in files owned elsewhere (issue 37): they read model.<attribute>
-# before any shared check; flipped when their owners call loopdyn.validation.model_arg
-ELSEWHERE = {
     "complete_velocity": lambda m: ld.complete_velocity(m, _q(), _Z),
 }
-_CASES = [pytest.param(f, id=k) for k, f in NOT_A_MODEL.items()] + [
-    pytest.param(f, id=k, marks=pytest.mark.xfail(strict=True, reason="owned elsewhere"))
-    for k, f in ELSEWHERE.items()
-]
+_CASES = [pytest.param(f, id=k) for k, f in NOT_A_MODEL.items()]
 
 
 @pytest.mark.parametrize("given, shown", [(None, "None"), ("four_bar", "str")], ids=["None", "str"])

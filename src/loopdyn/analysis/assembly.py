@@ -18,7 +18,7 @@ import numpy as np
 from loopdyn.errors import AssemblyError
 from loopdyn.kinematics.closures import constraint_jacobian, evaluate, rank_tolerance
 from loopdyn.kinematics.configuration import integrate_kernel
-from loopdyn.validation import configuration, scalar, vector, workspace
+from loopdyn.validation import configuration, model_arg, scalar, vector, workspace
 
 log = logging.getLogger("loopdyn.assembly")
 
@@ -406,7 +406,7 @@ def complete_velocity(model, q, v_guess, fixed=None, data=None):
     :class:`AssemblyError` if the fixed velocities are incompatible with the
     closures (e.g. two actuators of one loop given inconsistent rates).
     """
-    v = vector(v_guess, model.nv, "v", model).copy()
+    v = vector(v_guess, model_arg(model).nv, "v", model).copy()
     if model.m == 0 or model.nv == 0:  # nothing to complete (nothing moves: J v = 0)
         return v
     free, fixed = _free_columns(model, fixed)
