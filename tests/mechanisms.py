@@ -661,20 +661,27 @@ AGREES, NAMED, SINGULAR_WELL, SILENT, OTHER = (
 # ... and an answer exact for the rank the method reports, where that rank is above the
 # oracle's and the oracle calls the state ambiguous (``judge``, ``_exact_at_rank``)
 EXACT_AT_ITS_RANK = "exact at the method's rank"
+# ... and a ModelError of a method for a class of mechanisms (``STRUCTURED``) naming why the
+# model is outside it (e.g. DeNOC on a model that is no parallel mechanism)
+OUTSIDE = "outside the method's class"
+STRUCTURED = ("denoc",)
 
 
 @dataclass
 class Outcome:
     """The verdict on one method at one state: ``kind`` (one of the constants above),
-    ``error`` (relative, when q̈ was returned), ``message`` (of an exception)."""
+    ``error`` (relative, when q̈ was returned), ``message`` (of an exception),
+    ``method`` (the method that answered: ``res.method``, another than the one asked
+    for where it fell back; empty without answer)."""
 
     kind: str
     error: float = np.nan
     message: str = ""
+    method: str = ""
 
     @property
     def ok(self):
-        return self.kind in (AGREES, NAMED, EXACT_AT_ITS_RANK)
+        return self.kind in (AGREES, NAMED, EXACT_AT_ITS_RANK, OUTSIDE)
 
 
 def judge(mech, method, oracle, data=None):
@@ -683,9 +690,14 @@ def judge(mech, method, oracle, data=None):
         res = ld.forward_dynamics(mech.model, mech.q, mech.v, mech.tau, method=method, data=data)
     except ld.SingularityError as e:
         return Outcome(NAMED if not oracle.well else SINGULAR_WELL, message=str(e))
+    except ld.ModelError as e:
+        kind = OUTSIDE if method in STRUCTURED else OTHER
+        return Outcome(kind, message=f"{type(e).__name__}: {e}")
     except Exception as e:  # classified, not hidden
         return Outcome(OTHER, message=f"{type(e).__name__}: {e}")
-    return classify(mech, res, oracle)
+    out = classify(mech, res, oracle)
+    out.method = res.method
+    return out
 
 
 def classify(mech, res, oracle):
@@ -863,10 +875,10 @@ def same_answer(mech, method, oracle, fresh, rng):
     except ld.SingularityError:
         return "" if fresh.kind in (NAMED, SINGULAR_WELL) else "cached data raised, fresh did not"
     except Exception as e:
-        if fresh.kind == OTHER:
+        if fresh.kind in (OTHER, OUTSIDE):
             return ""
         return f"cached data raised {type(e).__name__}, fresh did not"
-    if fresh.kind in (NAMED, SINGULAR_WELL, OTHER):
+    if fresh.kind in (NAMED, SINGULAR_WELL, OTHER, OUTSIDE):
         return f"fresh data raised ({fresh.kind}), cached returned"
     try:
         res = ld.forward_dynamics(
@@ -898,13 +910,19 @@ def census_case(mech, rng, methods=METHODS, assembly=True):
     return rec
 
 
-def census(n, seed, *, max_bodies=25, assembly=True, methods=METHODS, progress=None):
-    """Census records of mechanisms ``random_mechanism((seed, i))``, i < n: a list of
-    (i, summary, record, redundancy, velocity_note), ``record`` as ``census_case``
-    plus its ``tag``.  ``progress(i)`` is called after each mechanism."""
+def census(
+    n, seed, *, max_bodies=25, assembly=True, methods=METHODS, progress=None, generator=None
+):
+    """Census records of mechanisms ``random_mechanism((seed, i))`` (or
+    ``generator((seed, i))``, e.g. ``parallel_mechanisms.random_parallel_mechanism``),
+    i < n: a list of (i, summary, record, redundancy, velocity_note), ``record`` as
+    ``census_case`` plus its ``tag``.  ``progress(i)`` is called after each mechanism."""
     out = []
     for i in range(n):
-        mech = random_mechanism((seed, i), max_bodies=max_bodies)
+        if generator is None:
+            mech = random_mechanism((seed, i), max_bodies=max_bodies)
+        else:
+            mech = generator((seed, i))
         rng = np.random.default_rng((seed, i, 1))
         rec = census_case(mech, rng, methods=methods, assembly=assembly)
         rec["tag"] = tag(mech, rec["oracle"])
