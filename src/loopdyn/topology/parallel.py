@@ -529,6 +529,14 @@ def _check_ranks(model, ps, q):
             "no actuation redundancy",
             f"{na} actuated coordinates drive a mechanism of {dof} DOF",
         )
+    if dof == 0:
+        _fail(
+            model,
+            "DOF = number of actuated joints",
+            "the mechanism is rigid at this configuration (DOF 0: its closures lock every "
+            "joint), so DeNOC has no minimal coordinates (the actuated joint rates) to "
+            "work in",
+        )
     if na < dof:
         _fail(
             model,
