@@ -1065,8 +1065,10 @@ def generalized_inertia(pb):
     With t_e = J θ̇ (14b) and each leg's kinetic energy yᵀ R⁽ˡ⁾ y/2 in y = (t_e,
     θ̇_k): X = M_e + Σ_l X⁽ˡ⁾ (31), and I_ab = J_aᵀ X J_b + J_aᵀ Y⁽ᵇ⁾ + Y⁽ᵃ⁾ᵀ J_b +
     δ_ab Z⁽ᵃ⁾ (30), the paper's M̄_ab reduced by p_k⁽ᵃ⁾ᵀ · p_k⁽ᵇ⁾ (34).  Legs closing
-    on the ground contribute Z only (their t_e is 0).  Scratch: ``X`` (6, 6),
-    ``XJ`` (n, 6): (X J)ᵀ.
+    on the ground contribute Z only: their t_e is 0, so neither their X⁽ˡ⁾ nor their
+    Y⁽ˡ⁾ (the first six entries of R⁽ˡ⁾'s last column, a coupling with a platform
+    twist the leg does not have) enters.  Scratch: ``X`` (6, 6), ``XJ`` (n, 6):
+    (X J_b + Y⁽ᵇ⁾)ᵀ.
     """
     leg, JT, R7, Ms = _i2(pb, _LEG, 10), _f2(pb, _JT, 6), _f3(pb, _R7, 7, 7), _f3(pb, _MS, 6, 6)
     X, XJ, Ig = _f2(pb, _XX, 6), _f2(pb, _XJ, 6), _f2(pb, _IG, JT.shape[0])
@@ -1081,16 +1083,20 @@ def generalized_inertia(pb):
                 for c in range(6):
                     X[r, c] += R7[l, r, c]
     for b in range(n):
+        open_b = leg[b, _CLOSED] == 0
         for r in range(6):
-            x = 0.0
+            x = R7[b, r, 6] if open_b else 0.0
             for c in range(6):
                 x += X[r, c] * JT[b, c]
             XJ[b, r] = x
     for a in range(n):
+        open_a = leg[a, _CLOSED] == 0
         for b in range(a + 1):
             x = 0.0
             for r in range(6):
-                x += JT[a, r] * (XJ[b, r] + R7[b, r, 6]) + R7[a, r, 6] * JT[b, r]
+                x += JT[a, r] * XJ[b, r]
+                if open_a:
+                    x += R7[a, r, 6] * JT[b, r]
             if a == b:
                 x += R7[a, 6, 6]
             Ig[a, b] = x
