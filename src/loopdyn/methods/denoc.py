@@ -97,15 +97,43 @@ from loopdyn.tree.rnea import rnea_from_kinematics
 from loopdyn.validation import configuration, vector, workspace
 
 # relative size of δ_i (sin² of the angle between s_i and the later unactuated twists)
-# and of Φ's, I's and the multiplier fits' Cholesky pivots below which the
-# configuration is called singular
-DELTA_TOL = 1e-12
+# below which a leg's unactuated joints count as dependent (a singularity of the leg):
+# the leg's rates amplify the rounding of its twists by up to 1/δ_i, so far below this
+# DeNOC's q̈ is off where the dense solve is still exact (the census of
+# ``tests/parallel_mechanisms.py``: 2e-4 relative at δ_i = 2e-12)
+DELTA_TOL = 1e-10
+# the multiplier fits' Cholesky pivot ratio below which they are singular
 PIVOT_TOL = 1e-13
+# DeNOC's accuracy limits (``docs/denoc.md``, "Exact or error"): the actuated joints are a
+# poor chart of the motion where Φ of (14a) or the GIM of (25) is ill-conditioned, even
+# where the mechanism itself is regular (a parallel singularity of the actuators, or
+# nearly dependent joints on a leg); the solves and the rate maps there lose up to
+# eps · cond, which the acceptance check J q̈ = γ cannot see (the error lies along the
+# motion).  Measured on random parallel mechanisms: q̈ off by up to 7 eps cond(Φ)
+# (2.2e-8 at cond 1.4e7) and 2.5 eps / ρ_I (1/ρ_I 1.3e7: 5.5e-9; 8e9: 3.6e-7), ρ_I the
+# smallest ratio of a GIM Cholesky pivot to its diagonal entry (the conditioning of I
+# up to the scaling of its coordinates, i.e. up to mass ratios, which cost nothing)
+PHI_TOL = 1e-6  # 1 / (tr Φ · tr Φ⁻¹) (cond₂(Φ) <= tr Φ · tr Φ⁻¹ <= 36 cond₂(Φ))
+GIM_TOL = 1e-6  # ρ_I
+# below this quality (the smallest of the ratios above, the multiplier fits' ρ and the
+# smallest δ_i/|s_i|²) or this conditioning of the multipliers' recovery (``info[_LCOND]``:
+# a direct fit not kept, a nearly serial-singular leg) the equations of motion with λ are
+# checked too, by two RNEA passes (``force_residual``)
+CHECK_TOL = 1e-6
+# ... to this relative residual |M q̈ + h - τ - Jᵀλ|∞ / (|M q̈ + h|∞ + |Jᵀλ|∞ + |τ|∞): an
+# exact answer leaves rounding (~1e-15); a multiplier fit through a nearly serial-singular
+# leg (|g|²/|s_k|² = 2e-10) left 2.9e-8 of λ at a residual of 1e-9
+FORCE_TOL = 1e-9
+# ... and the velocity: DeNOC reads only the actuated rates of v and completes the others
+# by (11b)/(12b); where they differ from the given ones by dv, q̈ differs by up to
+# ~2 |r|₁ dv / |v| of the acceleration scale (|r|₁ the largest 1-norm of a rate map:
+# the velocity products move with the rates), which must stay below this
+VELOCITY_TOL = 1e-8
 # pivots of Σ_l P_l (a sum of orthogonal projectors: eigenvalues 0 or ≥ ~1) below
 # this, relative to its largest diagonal entry, are its null space
 NULL_TOL = 1e-9
-# why a kernel returned SINGULAR (``info[_WHY]``)
-WHY_LEG, WHY_PHI, WHY_GIM, WHY_LAMBDA = 1, 2, 3, 4
+# why a kernel returned SINGULAR or INACCURATE (``info[_WHY]``; 0: the loop check)
+WHY_LEG, WHY_PHI, WHY_GIM, WHY_LAMBDA, WHY_VELOCITY, WHY_FORCES = 1, 2, 3, 4, 5, 6
 # the world position of frame B's origin in the closure workspace ``d.cw[k]``
 # (``loopdyn.kinematics.closures``)
 _CW_PB = 7
@@ -119,8 +147,10 @@ _C0, _C1, _K, _CLOSED, _CL, _G0L, _G1L, _SIG, _A0, _P = range(10)
 _TYPE, _OBJ, _SUB, _SIGN, _IV, _AFTER, _G0, _G1, _SLOT, _SIDE, _ROT = range(11)
 # rows of the small-vector scratch ``vec`` (8, 6)
 _TE, _AE, _WBAR, _Y, _Z, _T1, _T2, _E = range(8)
-# entries of ``info``: the failing column, why, and the inverse dynamics' diagnostics
-_BADCOL, _WHY, _RES2, _B2, _CERR, _RESINF = range(6)
+# entries of ``info``: the failing column, why, the inverse dynamics' diagnostics, the
+# smallest δ_i/|s_i|² of the legs, the forward kernel's velocity estimate and the
+# conditioning of the multipliers' recovery (``multipliers``)
+_BADCOL, _WHY, _RES2, _B2, _CERR, _RESINF, _DMIN, _VEST, _LCOND = range(9)
 
 # ------------------------------------------------------------------ the plan buffer
 # pb = [header (int64) | section offsets (int64) | int sections | float sections]
@@ -147,7 +177,7 @@ def _float_shapes(L, C, NS, n, r):
         "tw": (C, 6), "ac": (C, 6), "b": (C, 6), "Phi": (6, 6), "Lc": (6, 6), "JT": (n, 6),
         "xi": (L, 6), "vec": (8, 6), "Ms": (NS + 1, 6, 6), "ws": (NS + 1, 6), "R7": (L, 7, 7),
         "l7": (L, 7), "P": (6, 6), "rm": (C, 7), "Ig": (n, n), "Lg": (n, n),
-        "XJ": (n, 6), "X": (6, 6), "th": (n,), "thdd": (n,), "ua": (n,), "info": (6,),
+        "XJ": (n, 6), "X": (6, 6), "th": (n,), "thdd": (n,), "ua": (n,), "info": (9,),
         "g": (L, 6), "T": (L, 6), "Wc": (L, 6), "bk": (L,), "zr": (r, 6), "jx": (r,),
         "jr": (r,), "dc": (6,), "dg": (n,), "dz": (6,), "ig": (L,), "a0": (NS + 1, 6), "sw": (C,),
     }  # fmt: skip
@@ -201,18 +231,22 @@ def _chol(A, n, di):
     """A = L Lᵀ in place (L in the lower triangle) for the small SPD systems of DeNOC
     (Φ, the GIM, the multiplier fits; n ≤ 6 for the catalog), with di[j] = 1/L_jj so
     that ``_chol_solve`` multiplies: in these tiny solves the chain of divisions, not
-    the arithmetic, sets the time.  Returns min/max pivot² (0.0: not positive definite;
-    1.0 for n = 0), as ``kernels.linalg.cholesky_inplace``."""
-    dmin = 1e300
-    dmax = 0.0
+    the arithmetic, sets the time.  Returns ρ = min_j L_jj²/A_jj, each pivot² relative
+    to its diagonal entry (0.0: not positive definite; 1.0 for n = 0): 1/ρ estimates the
+    condition number of A with its unknowns scaled to a unit diagonal (the last pivot
+    is 1/(A⁻¹)_nn), which sets the accuracy of the solve (van der Sluis), whatever the
+    units of the unknowns.  (The ratio of the smallest to the largest pivot is no such
+    estimate: the normal equations of two nearly equal rows [0.0021, 0.79313] gave
+    pivots 8.8e-6 and 5.4e-11, a ratio of 6e-6 at a condition number of 3e15.)"""
+    rho = 1.0
     for j in range(n):
         s = A[j, j]
+        a = s
         for k in range(j):
             s -= A[j, k] * A[j, k]
         if not s > 0.0:
             return 0.0
-        dmin = min(dmin, s)
-        dmax = max(dmax, s)
+        rho = min(rho, s / a)
         d = s**0.5
         A[j, j] = d
         inv = 1.0 / d
@@ -222,9 +256,30 @@ def _chol(A, n, di):
             for k in range(j):
                 t -= A[i, k] * A[j, k]
             A[i, j] = t * inv
-    if n == 0:
-        return 1.0
-    return dmin / dmax if dmax > 0.0 else 0.0
+    return rho
+
+
+@njit(cache=True, inline="always")
+def _trace6(A):
+    return A[0, 0] + A[1, 1] + A[2, 2] + A[3, 3] + A[4, 4] + A[5, 5]
+
+
+@njit(cache=True)
+def _inverse_trace(L, di, X):
+    """tr (L Lᵀ)⁻¹ = ‖L⁻¹‖_F² of a 6×6 factor of ``_chol`` (inverse pivots ``di``), with
+    ``X`` (6, 6) as scratch: L⁻¹ column by column by forward substitution (56 products).
+    With tr A it bounds cond₂(A) = λ_max/λ_min of an SPD A: λ_max ≤ tr A ≤ 6 λ_max and
+    1/λ_min ≤ tr A⁻¹ ≤ 6/λ_min."""
+    t = 0.0
+    for j in range(6):
+        for i in range(j, 6):
+            x = 1.0 if i == j else 0.0
+            for k in range(j, i):
+                x -= L[i, k] * X[k, j]
+            x *= di[i]
+            X[i, j] = x
+            t += x * x
+    return t
 
 
 @njit(cache=True)
@@ -425,9 +480,12 @@ def projections(pb):
     The paper shifts the index of Φ by one below k (Φ_{i+2} in (12)); here the
     product simply skips k.  Out: ``pt`` (C, 6), ``dinv`` (C): 1/δ_i.  Returns -1, or the
     first column whose δ_i is below ``DELTA_TOL`` ‖s_i‖²: the leg's unactuated joints
-    are dependent (a singularity of the leg).
+    are dependent (a singularity of the leg).  The smallest δ_i/‖s_i‖² goes to
+    ``info[_DMIN]`` (1.0 without unactuated joints).
     """
     leg, s, pt, dinv = _i2(pb, _LEG, 10), _f2(pb, _S, 6), _f2(pb, _PT, 6), _f1(pb, _DINV)
+    info = _f1(pb, _INFO)
+    dmin = 1.0
     for l in range(leg.shape[0]):
         c0, c1, k = leg[l, _C0], leg[l, _C1], leg[l, _K]
         for i in range(c1 - 1, c0 - 1, -1):
@@ -450,8 +508,11 @@ def projections(pb):
                 for r in range(6):
                     dd += pt[i, r] * pt[i, r]
             if not dd > DELTA_TOL * ss:
+                info[_DMIN] = dd / ss if ss > 0.0 else 0.0
                 return i
+            dmin = min(dmin, dd / ss)
             dinv[i] = 1.0 / dd
+    info[_DMIN] = dmin
     return -1
 
 
@@ -466,8 +527,10 @@ def platform_jacobian(pb):
     of five unactuated joints and an actuated one (rank-one Φ_2) Φ_2 = g gᵀ/gᵀg with
     g = Φ_2 s_k, one outer product instead of five.  Legs closing on
     the ground (``leg[l, _CLOSED]``) have t_e = 0 and no part in Φ; their columns of J
-    are zero, as are those of the legs without actuator.  Returns the Cholesky pivot
-    ratio of Φ (1.0 when no leg reaches a platform; 0.0: singular).
+    are zero, as are those of the legs without actuator.  Returns 1 / (tr Φ · tr Φ⁻¹),
+    an estimate of 1 / cond₂(Φ) within a factor 36 from below (1.0 when no leg reaches
+    a platform; 0.0: singular or not above ``PHI_TOL``, where J would carry up to
+    eps · cond(Φ) of error along the motion).
     """
     leg, s, pt, dinv = _i2(pb, _LEG, 10), _f2(pb, _S, 6), _f2(pb, _PT, 6), _f1(pb, _DINV)
     Phi, Lc, JT, G = _f2(pb, _PHI, 6), _f2(pb, _LC, 6), _f2(pb, _JT, 6), _f2(pb, _GG, 6)
@@ -523,8 +586,10 @@ def platform_jacobian(pb):
     for r in range(6):
         for c in range(6):
             Lc[r, c] = Phi[r, c]
-    ratio = _chol(Lc, unliteral(6), dc)
-    if not ratio > PIVOT_TOL:
+    if not _chol(Lc, unliteral(6), dc) > 0.0:
+        return 0.0
+    ratio = 1.0 / (_trace6(Phi) * _inverse_trace(Lc, dc, _f2(pb, _XX, 6)))
+    if not ratio > PHI_TOL:
         return 0.0
     for l in range(n):
         if leg[l, _K] < 0 or leg[l, _CLOSED] == 1:
@@ -1181,7 +1246,11 @@ def transmitted_wrenches(pb, tau):
     forces ``tau`` (nv).  See the module docstring: per leg the backward sweep gives
     T0 on the span of the leg's columns (c_i = b_i - s_iᵀA, A += p̃_i c_i/δ_i with
     b_i = τ_i - s_iᵀW_{≥i}; the actuated column by β = (b_k - s_kᵀA)/|g|², g = Φ_2 s_k);
-    the platform's balance fixes the part in range(P_l)."""
+    the platform's balance fixes the part in range(P_l).  Returns the smallest
+    |g|²/|s_k|² of the actuated legs reaching the platform (1.0 if none): small, the
+    actuated twist nearly lies in the span of the leg's others (a serial singularity),
+    where the part of T_end along g is poorly determined; at most ``DELTA_TOL``, g is
+    dropped and that part is left to the platform's balance."""
     h = _head(pb)
     leg, col, s, pt = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _PT, 6)
     dinv, ws, G, T = _f1(pb, _DINV), _f2(pb, _WS, 6), _f2(pb, _GG, 6), _f2(pb, _TT, 6)
@@ -1189,6 +1258,7 @@ def transmitted_wrenches(pb, tau):
         _f2(pb, _WC, 6), _f1(pb, _BK), _f2(pb, _VEC, 6), _f2(pb, _PHI, 6), _f2(pb, _PP, 6)
     )  # fmt: skip
     L = leg.shape[0]
+    gmin = 1.0
     # Σ_l P_l ≠ 0 only if a leg reaching the platform has fewer than six independent
     # columns (P_l projects onto the wrenches its columns do not span)
     need = False
@@ -1242,6 +1312,7 @@ def transmitted_wrenches(pb, tau):
             ss = 0.0
             for r in range(6):
                 ss += s[k, r] * s[k, r]
+            gmin = min(gmin, gg / ss)
             if gg > DELTA_TOL * ss:
                 beta = (bk[l] - sa) / gg
                 for r in range(6):
@@ -1294,6 +1365,7 @@ def transmitted_wrenches(pb, tau):
         if leg[l, _CL] >= 0:
             for r in range(6):
                 T[l, r] += Wc[l, r]
+    return gmin
 
 
 @njit(cache=True, inline="always")
@@ -1417,12 +1489,20 @@ def multipliers(pb, tau, lam):
     """λ from the body wrenches ``ws`` at the final accelerations and the joint forces
     ``tau``: ``cut_multipliers`` where the plan allows it and the legs' blocks are
     regular, else ``transmitted_wrenches`` and ``fit_multipliers``.  Returns the
-    smallest pivot ratio (0.0: the row wrenches are dependent)."""
+    smallest pivot ratio (0.0: the row wrenches are dependent).  ``info[_LCOND]``: a
+    measure of the conditioning of the recovery, the direct fit's pivot ratio where it
+    was not kept and the smallest |g|²/|s_k|² of ``transmitted_wrenches`` (1.0 if
+    neither); below ``CHECK_TOL`` the kernel checks the equations of motion with λ."""
+    info = _f1(pb, _INFO)
+    info[_LCOND] = 1.0
+    ratio = 1.0
     if _head(pb)[7] == 1:
         ratio = cut_multipliers(pb, tau, lam)
-        if ratio > PIVOT_TOL:
+        # its normal equations square the conditioning of the legs' blocks: below
+        # CHECK_TOL the general fit, whose own pivots are those of the closures' rows
+        if ratio > CHECK_TOL:
             return ratio
-    transmitted_wrenches(pb, tau)
+    info[_LCOND] = min(ratio, transmitted_wrenches(pb, tau))
     return fit_multipliers(pb, lam)
 
 
@@ -1535,6 +1615,33 @@ def force_residual(m, d, pb, qdd, tau, lam):
     return bmax + jmax + tmax
 
 
+@njit(cache=True)
+def velocity_estimate(pb, v):
+    """How far q̈ may move, relative to the acceleration scale, because DeNOC works with
+    the rates it completes from the actuated ones (``rate``, eqs. 11b/12b) instead of the
+    given ``v``: 2 |r|₁ max_i |rate_i - v_i| / |v|∞ over the tree columns, |r|₁ the
+    largest 1-norm of a rate map (``rm``).  The velocity products ṡ_i θ̇_i move by
+    ~2 |t| |s_i| Δθ̇, the accelerations by up to |r|₁ times that (11b/12b with target
+    ṫ_e - ξ), against a scale of at least |v|².  0.0 for a consistent v (to rounding
+    where the rate maps are small); the bound is pessimistic (25× on a parallelogram
+    1e-5 rad from flat, where the dense answer moves by 2.4e-7 with v's rounding)."""
+    col, rate, rm = _i2(pb, _COL, 11), _f1(pb, _RATE), _f2(pb, _RM, 7)
+    dv = 0.0
+    rmax = 0.0
+    for i in range(col.shape[0]):
+        a = 0.0
+        for r in range(7):
+            a += abs(rm[i, r])
+        rmax = max(rmax, a)
+        iv = col[i, _IV]
+        if iv >= 0:
+            dv = max(dv, abs(rate[i] - v[iv]))
+    if dv == 0.0:
+        return 0.0
+    vmax = max_abs(v)
+    return 2.0 * rmax * dv / vmax if vmax > 0.0 else np.inf
+
+
 # ------------------------------------------------------------------------ algorithms
 @njit(cache=True, inline="always")  # small, over a large subtree (docs/architecture.md)
 def _kinematics(m, d, pb, q, v):
@@ -1554,8 +1661,10 @@ def _kinematics(m, d, pb, q, v):
 def actuated_solve(pb, qdd):
     """I θ̈ = -(C θ̇ + g - τ) (eq. 25) by Cholesky of the GIM (``generalized_inertia``),
     the right-hand side in ``thdd`` as the inverse dynamics left it; then every column's
-    θ̈ (``denoc_accelerations``), written to ``qdd`` (tree coordinates).  Returns the
-    GIM's pivot ratio (not above ``PIVOT_TOL``: singular, ``qdd`` unwritten)."""
+    θ̈ (``denoc_accelerations``), written to ``qdd`` (tree coordinates).  Returns ρ_I, the
+    smallest ratio of a Cholesky pivot L_jj² to its diagonal entry I_jj (1/ρ_I estimates
+    the condition number of I with its coordinates scaled to a unit diagonal; 0.0: not
+    positive definite); not above ``GIM_TOL``: ill-conditioned, ``qdd`` unwritten."""
     col, thdd, arate = _i2(pb, _COL, 11), _f1(pb, _THDD), _f1(pb, _ARATE)
     n = thdd.shape[0]
     Ig, Lg, dg = _f2(pb, _IG, n), _f2(pb, _LG, n), _f1(pb, _DG)
@@ -1563,7 +1672,7 @@ def actuated_solve(pb, qdd):
         for c in range(n):
             Lg[a, c] = Ig[a, c]
     gratio = _chol(Lg, n, dg)
-    if not gratio > PIVOT_TOL:
+    if not gratio > GIM_TOL:
         return gratio
     for a in range(n):
         thdd[a] = -thdd[a]
@@ -1588,17 +1697,24 @@ def denoc_kernel(m, d, pb, q, v, tau, qdd, lam):
     5. λ from the legs' transmitted wrenches, then the acceptance check on the loops.
     Returns the smallest pivot ratio (> 0) or a status < 0 (``methods.common``).
     """
+    info = _f1(pb, _INFO)
+    info[_WHY] = 0.0
     ratio = _kinematics(m, d, pb, q, v)
     if not ratio > 0.0:
         return SINGULAR
-    thdd, arate, info = _f1(pb, _THDD), _f1(pb, _ARATE), _f1(pb, _INFO)
+    vest = velocity_estimate(pb, v)
+    info[_VEST] = vest
+    if not vest <= VELOCITY_TOL:
+        info[_WHY] = WHY_VELOCITY
+        return INACCURATE
+    thdd, arate = _f1(pb, _THDD), _f1(pb, _ARATE)
     thdd[:] = 0.0
     denoc_accelerations(pb, thdd, unliteral(True))
     ascale = max_abs(arate)  # the velocity-product accelerations q̈ combines with N θ̈
     denoc_inverse_dynamics(m, d, pb, tau, unliteral(True))
     generalized_inertia(pb)
     gratio = actuated_solve(pb, qdd)
-    if not gratio > PIVOT_TOL:
+    if not gratio > GIM_TOL:
         info[_WHY] = WHY_GIM
         return SINGULAR
     # λ from the transmitted wrenches at these accelerations
@@ -1607,13 +1723,15 @@ def denoc_kernel(m, d, pb, q, v, tau, qdd, lam):
     if not lratio > PIVOT_TOL:
         info[_WHY] = WHY_LAMBDA
         return SINGULAR
-    quality = min(ratio, gratio, lratio)
+    quality = min(ratio, gratio, lratio, info[_DMIN])  # > 0: each was tested above
     st = loop_check(m, d, pb, quality, qdd, lam, ascale)
-    if st > 0.0 and d.nrows < m.nr:
-        # redundant rows were dropped: the fit is exact only if the kept rows carry the
-        # transmitted wrenches; check the equations of motion with λ
+    if st > 0.0 and (d.nrows < m.nr or min(quality, info[_LCOND]) < CHECK_TOL):
+        # redundant rows were dropped (the fit is exact only if the kept rows carry the
+        # transmitted wrenches), or a leg, a fit or a solve is poorly conditioned:
+        # check the equations of motion with λ
         scale = force_residual(m, d, pb, as_input(qdd), tau, lam)
-        if not info[_RESINF] <= 100.0 * RESIDUAL_TOL * scale:
+        if not info[_RESINF] <= FORCE_TOL * scale:
+            info[_WHY] = WHY_FORCES
             return INACCURATE
     return st
 
@@ -1856,25 +1974,45 @@ def _explain(model, plan, status, what="q, v or tau"):
             leg, col = plan.layout.columns[int(info[_BADCOL])]
             raise SingularityError(
                 f"{model.name}: leg {leg + 1}: the axis {col.axis} of joint {col.joint!r} is "
-                "dependent on the leg's other unactuated joints at this configuration (δ_i ≈ 0 "
-                "in eq. 11c): a singularity of the leg"
+                "dependent on the leg's other unactuated joints at this configuration (δ_i of "
+                f"eq. 11c is {info[_DMIN]:.2g} of |s_i|², below {DELTA_TOL:g}): a singularity "
+                "of the leg"
             )
         if why == WHY_PHI:
-            cond = np.linalg.cond(plan.views["Phi"])
+            Phi = plan.views["Phi"]
+            cond = np.linalg.cond(Phi)
+            with np.errstate(all="ignore"):
+                try:
+                    est = float(np.trace(Phi) * np.trace(np.linalg.inv(Phi)))
+                except np.linalg.LinAlgError:
+                    est = np.inf
             raise SingularityError(
-                f"{model.name}: Φ = Σ Φ_2 of eq. (14a) is singular at this configuration "
-                f"(condition number {cond:.3g}): the platform can move with every actuator "
-                "locked (a parallel singularity)"
+                f"{model.name}: Φ = Σ Φ_2 of eq. (14a) is singular or ill-conditioned at this "
+                f"configuration (condition number {cond:.3g}; its bound tr Φ · tr Φ⁻¹ = "
+                f"{est:.3g}, DeNOC answers below {1 / PHI_TOL:.0e}): the platform can (nearly) "
+                "move with every actuator locked (a parallel singularity)"
             )
         if why == WHY_GIM:
-            cond = np.linalg.cond(plan.views["Ig"])
+            Ig = plan.views["Ig"]
+            dg = np.sqrt(np.abs(np.diag(Ig)))
+            dg[dg == 0.0] = 1.0
+            cond = np.linalg.cond(Ig / np.outer(dg, dg))
             raise SingularityError(
                 f"{model.name}: the generalized inertia matrix I of eq. (25) is not positive "
-                f"definite (condition number {cond:.3g})"
+                f"definite or ill-conditioned (condition number {cond:.3g} with its "
+                f"coordinates scaled to a unit diagonal; DeNOC answers below "
+                f"{1 / GIM_TOL:.0e}): the actuated joints are a poor chart of the motion here "
+                "(nearly dependent joints on a leg, or near a parallel singularity)"
             )
         raise SingularityError(
             f"{model.name}: the closure multipliers cannot be fitted to the legs' transmitted "
             "wrenches (dependent row wrenches)"
+        )
+    if status == INACCURATE and int(info[_WHY]) == WHY_VELOCITY:
+        raise SingularityError(
+            f"{model.name}: v is not the velocity its actuated rates determine (eqs. 11b, "
+            f"12b) to the accuracy DeNOC needs here (q̈ could move by {info[_VEST]:.2g} of "
+            f"its scale, above {VELOCITY_TOL:g}); denoc.complete_rates gives that velocity"
         )
     if status == INACCURATE:
         raise SingularityError(
@@ -2056,8 +2194,8 @@ def generalized_inertia_matrix(model, q, data=None):
     d, q, z, _ = _inputs(model, data, q, np.zeros(model.nv), None, "")
     plan = plan_for(model, d)
     status = ENTRY.compile()(d.ctx, plan.buf, q, z, z, np.empty(model.nv), np.empty(model.m))
-    if status == SINGULAR and plan.views["info"][_WHY] != WHY_LAMBDA:
-        _explain(model, plan, status, "q")
+    if status == SINGULAR and plan.views["info"][_WHY] in (WHY_LEG, WHY_PHI):
+        _explain(model, plan, status, "q")  # (an ill-conditioned I is formed: returned)
     return plan.views["Ig"].copy()
 
 
