@@ -6,11 +6,16 @@ Run from the repository root::
     python benchmarks/random_census.py --n 10000 --seed 11 --shrink  # + minimal reproducers
     python benchmarks/random_census.py --seed 11 --show 117          # the code of case 117
     python benchmarks/random_census.py --seed 11 --show 728 --shrink --methods sslm
+    python benchmarks/random_census.py --family parallel --methods denoc --n 1000
 
 Mechanism i of a run is ``tests/mechanisms.random_mechanism((seed, i))`` (random trees
 of 3–25 bodies with every joint type, 1–5 satisfiable closures of every kind, ~20 %
-deliberately redundant, ~30 % planar, masses over six decades); its assembly guesses
-are drawn from ``default_rng((seed, i, 1))``.  Every case is reproducible alone.
+deliberately redundant, ~30 % planar, masses over six decades); with ``--family
+parallel`` it is ``tests/parallel_mechanisms.random_parallel_mechanism((seed, i))``
+instead (parallel mechanisms of the DeNOC class: a base, a platform, 2–6 legs, planar
+and spatial, every leg joint and cut joint kind, ~40 % near a singular leg pose).  Its
+assembly guesses are drawn from ``default_rng((seed, i, 1))``.  Every case is
+reproducible alone.
 
 Each method's q̈ on a fresh ``model.create_data()`` is compared with the dense oracle
 of ``tests/mechanisms.py`` (Gauss's principle from ``ld.crba``, ``ld.nonlinear_effects``
@@ -28,7 +33,13 @@ counts:
 - silent: q̈ returned and off by more than 1e-8, or returned where J q̈ = γ has no
   solution (split: well / not well-conditioned);
 - sing/well: ``SingularityError`` although the oracle is well-conditioned;
+- outside: a ``ModelError`` of a method for a class of mechanisms (denoc) naming why the
+  model is not in it (for the general family nearly every mechanism; for the parallel
+  family the weld closures, which DeNOC refuses);
 - other: any other exception;
+- fallback: answers (counted in the columns above) that came from another method than
+  the one asked for (``res.method``: DeNOC falls back to the augmented solve where its
+  own projections are ill-conditioned);
 - max err: the largest relative error among the answers that agree;
 - cached: the model's cached workspace (after a call at another state) and a fresh
   one give different outcomes or answers differing by more than 1e-8.
@@ -50,11 +61,21 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import loopdyn as ld
 import mechanisms as mx
+import parallel_mechanisms as pm
 
-KINDS = (mx.AGREES, mx.EXACT_AT_ITS_RANK, mx.NAMED, mx.SILENT, mx.SINGULAR_WELL, mx.OTHER)
+KINDS = (
+    mx.AGREES, mx.EXACT_AT_ITS_RANK, mx.NAMED, mx.SILENT, mx.SINGULAR_WELL, mx.OUTSIDE, mx.OTHER,
+)  # fmt: skip
 
 
-def run(n, seed, max_bodies, assembly, methods, progress=True):
+def generator(family, max_bodies):
+    """The mechanism of a seed: ``f((seed, i))`` for the family."""
+    if family == "parallel":
+        return pm.random_parallel_mechanism
+    return lambda s: mx.random_mechanism(s, max_bodies=max_bodies)
+
+
+def run(n, seed, max_bodies, assembly, methods, progress=True, family="general"):
     """Census records (see ``mechanisms.census``), with a progress line every 500."""
     t0 = time.perf_counter()
 
@@ -64,8 +85,9 @@ def run(n, seed, max_bodies, assembly, methods, progress=True):
             print(f"  {i + 1}/{n} mechanisms, {el:.0f} s", file=sys.stderr, flush=True)
 
     return mx.census(
-        n, seed, max_bodies=max_bodies, assembly=assembly, methods=methods, progress=report
-    )
+        n, seed, max_bodies=max_bodies, assembly=assembly, methods=methods, progress=report,
+        generator=generator(family, max_bodies) if family != "general" else None,
+    )  # fmt: skip
 
 
 def table(results, methods):
@@ -73,7 +95,8 @@ def table(results, methods):
     fails = collections.defaultdict(list)
     print(
         f"{'method':18s} {'agrees':>7s} {'at rank':>7s} {'named':>6s} {'silent':>7s} "
-        f"{'(well)':>7s} {'sing/well':>9s} {'other':>6s} {'cached':>7s} {'max err':>9s}"
+        f"{'(well)':>7s} {'sing/well':>9s} {'outside':>7s} {'other':>6s} {'cached':>7s} "
+        f"{'max err':>9s} {'fallback':>8s}"
     )
     for m in methods:
         cnt = collections.Counter()
@@ -81,6 +104,8 @@ def table(results, methods):
         for i, summary, rec, *_ in results:
             o = rec["outcomes"][m]
             cnt[o.kind] += 1
+            if o.method and o.method != m:
+                cnt["fallback"] += 1
             if np.isfinite(o.error) and rec["oracle"].consistent and o.kind == mx.AGREES:
                 maxerr = max(maxerr, o.error)
             well = rec["oracle"].well
@@ -96,8 +121,8 @@ def table(results, methods):
         print(
             f"{m:18s} {cnt[mx.AGREES]:7d} {cnt[mx.EXACT_AT_ITS_RANK]:7d} {cnt[mx.NAMED]:6d} "
             f"{cnt[mx.SILENT]:7d} "
-            f"{cnt['silent_well']:7d} {cnt[mx.SINGULAR_WELL]:9d} {cnt[mx.OTHER]:6d} "
-            f"{cnt['cached']:7d} {maxerr:9.2e}"
+            f"{cnt['silent_well']:7d} {cnt[mx.SINGULAR_WELL]:9d} {cnt[mx.OUTSIDE]:7d} "
+            f"{cnt[mx.OTHER]:6d} {cnt['cached']:7d} {maxerr:9.2e} {cnt['fallback']:8d}"
         )
     return fails
 
@@ -131,10 +156,18 @@ def main(argv=None):
     p.add_argument("--list", type=int, default=5, help="failures listed per class")
     p.add_argument("--shrink", action="store_true", help="print a minimal reproducer per class")
     p.add_argument("--show", type=int, default=None, help="print the code of case SHOW")
+    p.add_argument(
+        "--family",
+        choices=("general", "parallel"),
+        default="general",
+        help="general random closed-loop mechanisms (tests/mechanisms.py) or parallel "
+        "mechanisms of the DeNOC class (tests/parallel_mechanisms.py)",
+    )
     a = p.parse_args(argv)
     methods = tuple(a.methods.split(","))
+    make = generator(a.family, a.max_bodies)
     if a.show is not None:
-        mech = mx.random_mechanism((a.seed, a.show), max_bodies=a.max_bodies)
+        mech = make((a.seed, a.show))
         if a.shrink:
             o = mx.dense_oracle(mech.model, mech.q, mech.v, mech.tau)
             for m in methods:
@@ -146,11 +179,12 @@ def main(argv=None):
         print(mech.code())
         return 0
     print(
-        f"random census: N = {a.n}, seed = {a.seed}, max bodies = {a.max_bodies}; "
+        f"random census ({a.family} mechanisms): N = {a.n}, seed = {a.seed}, "
+        f"max bodies = {a.max_bodies}; "
         f"loopdyn {ld.__version__}, numpy {np.__version__}, python {platform.python_version()}"
     )
     t0 = time.perf_counter()
-    results = run(a.n, a.seed, a.max_bodies, not a.no_assembly, methods)
+    results = run(a.n, a.seed, a.max_bodies, not a.no_assembly, methods, family=a.family)
     wall = time.perf_counter() - t0
     orc = [r[2]["oracle"] for r in results]
     well = sum(o.well for o in orc)
@@ -190,7 +224,7 @@ def main(argv=None):
             if kind == "cached":
                 continue
             i, _, _, rec = min(cases, key=lambda c: (int(c[1].split("nb=")[1].split()[0]), c[0]))
-            mech = mx.random_mechanism((a.seed, i), max_bodies=a.max_bodies)
+            mech = make((a.seed, i))
             target, target_tag = rec["outcomes"][m].kind, rec["tag"]
             shrink_and_print(mech, m, target, target_tag, f"{kind}: case {i} of seed {a.seed}")
     bad = sum(len(c) for c in fails.values())
