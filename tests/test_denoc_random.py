@@ -265,3 +265,24 @@ def test_the_velocity_check_names_the_velocity():
     assert st == INACCURATE
     with pytest.raises(ld.SingularityError, match="v is not the velocity"):
         _explain(model, plan, st)
+
+
+def test_fallback_false_raises_instead_of_handing_the_state_to_augmented():
+    """DESIGN.md's contract: ``ld.forward_dynamics(..., fallback=False)`` raises where the
+    method would hand the state to another; with the default the fallback is visible
+    (``res.method``).  The parallelogram 1e-5 rad from flat is one DeNOC refuses."""
+    model = parallelogram(1e-5)
+    q = model.q0.copy()
+    v = ld.complete_velocity(model, q, np.array([1.3, 0.0, 0.0]), fixed=[0])
+    tau = np.array([0.7, 0.2, -0.4])
+    assert ld.forward_dynamics(model, q, v, tau, method="denoc").method == "augmented"
+    for data in (None, model.create_data()):  # the model's cached workspace, a fresh one
+        with pytest.raises(ld.SingularityError, match="fallback=False tried no other method"):
+            ld.forward_dynamics(model, q, v, tau, method="denoc", data=data, fallback=False)
+    # where the method answers, fallback=False changes nothing
+    model = parallelogram(1e-1)
+    q = model.q0.copy()
+    v = ld.complete_velocity(model, q, np.array([1.3, 0.0, 0.0]), fixed=[0])
+    a = ld.forward_dynamics(model, q, v, tau, method="denoc")
+    b = ld.forward_dynamics(model, q, v, tau, method="denoc", fallback=False)
+    assert a.method == b.method == "denoc" and np.array_equal(a.qdd, b.qdd)

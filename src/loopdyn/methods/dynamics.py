@@ -181,7 +181,9 @@ def check_method(model, method, data=None):
                 pass
 
 
-def forward_dynamics(model, q, v, tau=None, method="augmented", data=None, independent=None):
+def forward_dynamics(
+    model, q, v, tau=None, method="augmented", data=None, independent=None, fallback=True
+):
     """Accelerations and closure multipliers of a closed-loop model.
 
     In: a consistent state ``q`` (nq), ``v`` (nv) and joint forces ``tau`` (nv;
@@ -197,6 +199,10 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None, indep
     indices into v (``loopdyn.methods.rcr.RcrPlan``; default the paper's choice); a
     choice that does not fit raises ``ValueError`` or a ``SingularityError`` naming
     the loop, an ill-conditioned one is re-selected at run time.
+    ``fallback``: where the method cannot solve the state (its kernel refuses it twice,
+    the rows re-detected between), True hands it to the dense ``augmented`` solve
+    (``res.method`` then says ``"augmented"``); False raises a ``SingularityError``
+    naming the method instead, so that an answer is always the asked method's own.
     Out: :class:`ForwardDynamicsResult` with ``qdd``, ``lam`` (see its docstring
     for their meaning and frames), ``rank``, ``dropped`` and ``condition``.
     Raises :class:`SingularityError` if no method can solve the configuration
@@ -206,22 +212,22 @@ def forward_dynamics(model, q, v, tau=None, method="augmented", data=None, indep
         key = method if independent is None else (method, tuple(independent))
         call, nv, nr, zeros, info, owner = (model._data if data is None else data).bound[key]
     except (AttributeError, KeyError, TypeError):
-        return _forward_dynamics(model, q, v, tau, method, data, independent)
+        return _forward_dynamics(model, q, v, tau, method, data, independent, fallback)
     qdd = _empty(nv)
     lam = _empty(nr)
     try:  # lists, ints, float32 are converted by the entry itself (numba_internals.Entry)
         st = call(q, v, zeros if tau is None else tau, qdd, lam)
     except TypeError:  # not real numbers: the checked path explains
-        return _forward_dynamics(model, q, v, tau, method, data, independent)
-    if st > 0.0 and owner is model:
+        return _forward_dynamics(model, q, v, tau, method, data, independent, fallback)
+    if st > 0.0 and owner is model:  # the bound call is the method's own (info[0] == key)
         return ForwardDynamicsResult(qdd, lam, info, st)
-    return _forward_dynamics(model, q, v, tau, method, data, independent)
+    return _forward_dynamics(model, q, v, tau, method, data, independent, fallback)
 
 
 _empty = np.empty
 
 
-def _forward_dynamics(model, q, v, tau, method, data, independent=None):
+def _forward_dynamics(model, q, v, tau, method, data, independent=None, fallback=True):
     """The checked path: conversions, rank handling, retries, fallback, errors."""
     if method not in BINDERS:
         raise ValueError(f"unknown method {method!r}; available: {', '.join(METHODS)}")
@@ -249,9 +255,11 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None):
     used = method
     for attempt in range(3):
         if attempt == 2:
-            used = "augmented"  # the dense KKT solve as the stable fallback
             if method == "augmented":
                 break
+            if not fallback:
+                break
+            used = "augmented"  # the dense KKT solve as the stable fallback
         ukey, binder = (key, partial(rcr.bind, independent=independent)) if (
             used == method and independent is not None
         ) else (used, BINDERS[used])  # fmt: skip
@@ -291,14 +299,15 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None):
         if broken.size:
             msg = _broken_message(model, info, broken, method)
         else:
-            msg = _singular_message(model, q, d, method, st)
+            msg = _singular_message(model, q, d, method, st, fallback)
         # the rank decision of a failed (often inconsistent) q must not outlive it: swapped
         # duplicate closures are independent off the constraint manifold only
         d.rank_info = None
         d.set_rows(np.arange(model.m, dtype=np.int64))
         d.bound.clear()
         if method == "rcr":  # the loop RCR could not solve, when one failed
-            rcr.explain(model, d, q, v, tau, independent, f"the dense fallback failed too: {msg}")
+            why = "the dense fallback failed too" if fallback else "fallback=False"
+            rcr.explain(model, d, q, v, tau, independent, f"{why}: {msg}")
         raise SingularityError(msg)
     lam = lam[: info.rank]
     if info.dropped.size:
@@ -593,7 +602,7 @@ def _broken_message(model, info, rows, method):
     )
 
 
-def _singular_message(model, q, d, method, st):
+def _singular_message(model, q, d, method, st, fallback=True):
     """Why no method could solve: the condition of the configuration, measured densely."""
     from loopdyn.kinematics.closures import constraints
     from loopdyn.tree import crba
@@ -615,6 +624,14 @@ def _singular_message(model, q, d, method, st):
     reason = {NONFINITE_OUTPUT: "produced non-finite values", INACCURATE: "lost accuracy"}.get(
         st, "is singular"
     )
+    if not fallback and method != "augmented":
+        return (
+            f"{model.name}: the {method} solve {reason} at this configuration and "
+            f"fallback=False tried no other method; {what}.  If that is well conditioned, "
+            f"the state is outside what {method} solves exactly here: call with "
+            "fallback=True (the dense augmented solve answers, res.method says so) or "
+            "another method."
+        )
     return (
         f"{model.name}: the {method} solve {reason} at this configuration and the dense "
         f"fallback failed too; {what}.  This is a singular configuration of the mechanism "
