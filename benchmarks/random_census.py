@@ -208,6 +208,12 @@ def main(argv=None):
         asm = [(i, s, rec["assembly"]) for i, s, rec, *_ in results if rec["assembly"]]
         nguess = sum(len(x[2]) for x in asm)
         print(f"\nassembly: {len(asm)} of {a.n} mechanisms fail from {nguess} guesses within 0.1")
+        took = [t for _, _, rec, *_ in results for t in rec.get("assembly_s", ())]
+        if took:
+            print(
+                f"assembly time per guess: median {np.median(took) * 1e3:.1f} ms, "
+                f"max {max(took):.2f} s (a failure above {mx.ASSEMBLY_MAX_S:.0f} s)"
+            )
         for i, s, msgs in asm[: a.list]:
             print(f"  case {i}: {s}\n      {msgs[0][:200]}")
     for (m, kind), cases in sorted(fails.items()):

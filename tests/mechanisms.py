@@ -31,6 +31,7 @@ decides (``tree_reference``: ``ld.aba`` on the spanning tree), where it agrees w
 the oracle to the oracle's own resolution.
 """
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -821,14 +822,19 @@ def scalar_coordinates(model):
 ASSEMBLY_TOL = 1e-9  # max |Φ| accepted of an assembled configuration (ld.assemble's own is 1e-12)
 
 
-def check_assembly(mech, rng, guesses=2, held=1, radius=0.1):
+# an assembly from a guess near q* longer than this is a failure (issue 37: never minutes)
+ASSEMBLY_MAX_S = 10.0
+
+
+def check_assembly(mech, rng, guesses=2, held=1, radius=0.1, times=None):
     """Failures (list of str) of ``ld.assemble`` from guesses within ``radius`` of q*.
 
     ``guesses`` guesses with every coordinate free (``fixed=[]``), then ``held``
     guesses holding a random subset of the independent scalar coordinates of
     ``ld.partition(q*)`` at their q* values (so a solution exists for sure: q*).
     A success must return a configuration with max |Φ| <= ASSEMBLY_TOL and the
-    held coordinates untouched.
+    held coordinates untouched, and every call must end within ``ASSEMBLY_MAX_S``
+    (wall time, appended to ``times`` if given).
     """
     model, q = mech.model, mech.q
     out = []
@@ -839,12 +845,19 @@ def check_assembly(mech, rng, guesses=2, held=1, radius=0.1):
             plans.append(ind[rng.uniform(size=ind.size) < 0.7] if ind.size else ind)
     for fixed in plans:
         guess = perturbed_guess(model, q, rng, radius, fixed)
+        t0 = time.perf_counter()
         try:
             qa = ld.assemble(model, guess, fixed=fixed)
         except Exception as e:  # every failure is reported
             err = np.abs(ld.closure_residual(model, guess)).max()
             out.append(f"fixed={fixed.tolist()} guess |Φ|={err:.3g}: {type(e).__name__}: {e}")
             continue
+        finally:
+            took = time.perf_counter() - t0
+            if times is not None:
+                times.append(took)
+            if took > ASSEMBLY_MAX_S:
+                out.append(f"fixed={fixed.tolist()}: took {took:.1f} s > {ASSEMBLY_MAX_S} s")
         res = np.abs(ld.closure_residual(model, qa)).max()
         moved = np.abs(ld.difference(model, guess, qa)[fixed]).max(initial=0.0)
         if not res <= ASSEMBLY_TOL or moved > 1e-12:
@@ -900,13 +913,14 @@ def census_case(mech, rng, methods=METHODS, assembly=True):
         "outcomes": {},
         "cached": {},
         "assembly": [],
+        "assembly_s": [],
     }
     for method in methods:
         fresh = judge(mech, method, oracle, data=model.create_data())
         rec["outcomes"][method] = fresh
         rec["cached"][method] = same_answer(mech, method, oracle, fresh, rng)
     if assembly:
-        rec["assembly"] = check_assembly(mech, rng)
+        rec["assembly"] = check_assembly(mech, rng, times=rec["assembly_s"])
     return rec
 
 
