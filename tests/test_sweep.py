@@ -212,6 +212,8 @@ def test_bad_arguments_are_refused_before_any_work():
         ld.sweep("four_bar", {"tau": [1.0]}, n_workers=0, dtt=1)
     with pytest.raises(ValueError, match="unknown run"):
         ld.sweep("four_bar", {"tau": [1.0]}, "simulat", n_workers=0)
+    with pytest.raises(ValueError, match="unknown method 'nope'; available: augmented"):
+        ld.sweep("four_bar", {"method": ["augmented", "nope"]}, n_workers=0)
     with pytest.raises(ValueError, match="result column"):
         ld.sweep("four_bar", {"error": [1.0]}, n_workers=0)
 
@@ -237,6 +239,25 @@ def test_missing_dask_says_how_to_install(monkeypatch):
 def test_cli_bad_param_one_line_and_exit_2(tmp_path, spec, message):
     out = tmp_path / "r.parquet"
     result = runner.invoke(app, ["sweep", "four_bar", "--param", spec, "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], lines
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--method", "nope", "-p", "rtol=1e-6,1e-8"], "unknown method 'nope'; available: aug"),
+        (["--run", "forward_dynamics", "--method", "nope", "-p", "theta1=10deg:20deg:2"],
+         "unknown method 'nope'; available: augmented"),
+        (["--integrator", "RK5", "-p", "rtol=1e-6,1e-8"], "unknown integrator 'RK5'; available:"),
+        (["--stabilization", "x", "-p", "rtol=1e-6,1e-8"], "unknown stabilization 'x'; available"),
+    ],
+)  # fmt: skip
+def test_cli_sweep_refuses_an_unknown_choice_before_any_case(tmp_path, args, message):
+    out = tmp_path / "r.parquet"
+    result = runner.invoke(app, ["sweep", "four_bar", *args, "--out", str(out), "--workers", "0"])
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], lines

@@ -399,6 +399,31 @@ def _check_shared_simulate_options(run, options, columns):
         raise ValueError(f"sweep: {e}") from None
 
 
+def _check_choices(run, options, table):
+    """A built-in run's ``method``, ``integrator`` and ``stabilization`` (an option or a
+    case column) refused before any case runs when not one of the choices: a ValueError
+    listing them (else every case would fail the same way)."""
+    from loopdyn.methods.dynamics import METHODS
+    from loopdyn.sim.integrators import INTEGRATORS
+    from loopdyn.sim.stabilization import STABILIZATIONS
+
+    if not isinstance(run, str) or run == "singularity_map":
+        return
+    choices = {"method": METHODS}
+    if run == "simulate":
+        choices |= {"integrator": INTEGRATORS, "stabilization": STABILIZATIONS}
+    for key, allowed in choices.items():
+        if key in table.columns:
+            values = table[key].tolist()
+        elif key in options:
+            values = [options[key]]
+        else:
+            continue
+        for v in values:
+            if v not in allowed:
+                raise ValueError(f"sweep: unknown {key} {v!r}; available: {', '.join(allowed)}")
+
+
 def _claimed(name, run):
     if run == "simulate" and name in _SIMULATE_KEYS:
         return True
@@ -698,6 +723,7 @@ def sweep(
     _check_options(run, options)
     table = case_table(params, max_cases)
     _check_shared_simulate_options(run, options, table.columns)
+    _check_choices(run, options, table)
     factory, keys = _factory_keys(model)
     model_keys, _ = _split(table.columns, keys, run)
     if n_workers is not None and (isinstance(n_workers, bool) or int(n_workers) != n_workers or
