@@ -178,3 +178,18 @@ def test_outputs_go_into_new_folders_and_unwritable_places_are_refused(tmp_path)
         app, ["simulate", "four_bar", "--t-end", "0.05", "--out", str(blocker / "t.csv")]
     )
     assert bad.exit_code == 2 and "is a file" in bad.output
+
+
+@pytest.mark.parametrize("command", ["simulate", "sweep", "view", "bench", "info", "convert"])
+def test_help_lists_method_choices_tau_units_and_model_suffixes(command):
+    """Issue 42: --method's help names its choices, --tau's its units, MODEL's .xml."""
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "400", "TERM": "dumb"})
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    if command in ("simulate", "sweep", "view", "bench"):
+        for name in ld.methods.dynamics.METHODS:
+            assert name in text, (command, name)
+    if command == "simulate":
+        assert "N·m per revolute and N per prismatic coordinate" in text
+    if command != "sweep":  # a sweep takes catalog names only
+        assert ".xml" in text and ".urdf" in text

@@ -15,6 +15,8 @@ from typing import Annotated
 import numpy as np
 import typer
 
+from loopdyn.methods import dynamics as _dynamics  # the package is imported already
+
 app = typer.Typer(
     name="loopdyn",
     help="Exact, fast dynamics of closed-loop multibody systems.",
@@ -126,6 +128,16 @@ LOAD_OPTIONS = {
     "massless": "mass", "nonphysical_inertia": "text", "couplings": "text", "closures": "text",
     "gravity": "vector", "name": "text", "model": "text", "max_bytes": "int",
 }  # fmt: skip
+#: the model argument's help: every suffix ``ld.load`` reads
+MODEL_FILES = ".urdf .sdf .xml .mjcf .toml .yaml"
+MODEL_HELP = f"catalog name (loopdyn models) or model file ({MODEL_FILES})"
+#: --method's help: the choices, from the dispatcher
+METHOD_HELP = "forward dynamics: " + " ".join(_dynamics.METHODS)
+#: --tau's help: what a value means
+TAU_HELP = (
+    "constant joint forces, comma-separated: nv values or one per actuator, "
+    "N·m per revolute and N per prismatic coordinate"
+)
 LoopsOption = Annotated[
     Path | None,
     typer.Option(
@@ -291,7 +303,7 @@ def _default(p):
 
 @app.command()
 def info(
-    model: Annotated[str, typer.Argument(help="catalog name or model file")],
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
     param: Annotated[
         list[str] | None, typer.Option("--param", "-p", help="catalog parameter KEY=VALUE")
     ] = None,
@@ -333,9 +345,7 @@ def info(
 
 @app.command()
 def convert(
-    source: Annotated[
-        str, typer.Argument(help="catalog name or model file (.urdf .sdf .xml .toml .yaml)")
-    ],
+    source: Annotated[str, typer.Argument(help=MODEL_HELP)],
     target: Annotated[Path, typer.Argument(help="output file (.toml or .xml)")],
     loops: LoopsOption = None,
     load_option: LoadOption = None,
@@ -351,11 +361,9 @@ def convert(
 
 @app.command()
 def simulate(
-    model: Annotated[
-        str, typer.Argument(help="catalog name (loopdyn models) or model file (.urdf .sdf .toml)")
-    ],
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
     t_end: Annotated[float, typer.Option("--t-end", "-T", help="simulated time (s)")] = 5.0,
-    method: Annotated[str, typer.Option("--method", "-m", help="forward dynamics")] = "augmented",
+    method: Annotated[str, typer.Option("--method", "-m", help=METHOD_HELP)] = "augmented",
     integrator: Annotated[
         str, typer.Option("--integrator", "-i", help="RK45 DOP853 Radau BDF LSODA RK4")
     ] = "DOP853",
@@ -377,9 +385,7 @@ def simulate(
     ] = None,
     q0: Annotated[str | None, typer.Option(help="initial q, comma-separated")] = None,
     v0: Annotated[str | None, typer.Option(help="initial v, comma-separated")] = None,
-    tau: Annotated[
-        str | None, typer.Option(help="constant joint forces (nv or one per actuator)")
-    ] = None,
+    tau: Annotated[str | None, typer.Option(help=TAU_HELP)] = None,
     independent: Annotated[
         str | None, typer.Option(help="partitioning: initial independent coordinates, e.g. 0,2")
     ] = None,
@@ -547,12 +553,15 @@ def _summary(con, traj, total):
 
 @app.command()
 def bench(
-    model: Annotated[str, typer.Argument(help="catalog model or model file")] = "four_bar",
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)] = "four_bar",
     param: Annotated[
         list[str] | None, typer.Option("--param", "-p", help="KEY=VALUE for the factory")
     ] = None,
     method: Annotated[
-        list[str] | None, typer.Option("--method", "-m", help="methods to time (default: all)")
+        list[str] | None,
+        typer.Option(
+            "--method", "-m", help="methods to time (default: all): " + " ".join(_dynamics.METHODS)
+        ),
     ] = None,
     seconds: Annotated[float, typer.Option(help="time budget per method")] = 0.3,
 ):

@@ -22,6 +22,10 @@ from typing import Annotated
 import numpy as np
 import typer
 
+from loopdyn.methods.dynamics import METHODS
+from loopdyn.sim.integrators import INTEGRATORS
+from loopdyn.sim.stabilization import STABILIZATIONS
+
 
 def register(app):
     """Add the ``sweep`` and ``sweep-plot`` commands to the typer ``app``."""
@@ -89,11 +93,18 @@ def sweep(
     t_end: Annotated[
         float | None, typer.Option("--t-end", "-T", help="simulate: simulated time (s), 5 if unset")
     ] = None,
-    method: Annotated[str | None, typer.Option("--method", "-m", help="forward dynamics")] = None,
-    integrator: Annotated[
-        str | None, typer.Option("--integrator", "-i", help="simulate: DOP853 (default), RK45, RK4")
+    method: Annotated[
+        str | None, typer.Option("--method", "-m", help="forward dynamics: " + " ".join(METHODS))
     ] = None,
-    stabilization: Annotated[str | None, typer.Option(help="simulate: stabilisation")] = None,
+    integrator: Annotated[
+        str | None,
+        typer.Option(
+            "--integrator", "-i", help="simulate: " + " ".join(INTEGRATORS) + " (DOP853 if unset)"
+        ),
+    ] = None,
+    stabilization: Annotated[
+        str | None, typer.Option(help="simulate: " + " ".join(STABILIZATIONS))
+    ] = None,
     rtol: Annotated[float | None, typer.Option(help="simulate: relative tolerance")] = None,
     atol: Annotated[float | None, typer.Option(help="simulate: absolute tolerance")] = None,
     dt: Annotated[float | None, typer.Option(help="simulate: RK4 step (s)")] = None,

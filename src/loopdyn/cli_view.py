@@ -14,7 +14,8 @@ from typing import Annotated
 
 import typer
 
-from loopdyn.cli import LoadOption, LoopsOption  # cli imports this module at its end
+from loopdyn.cli import MODEL_FILES, LoadOption, LoopsOption  # cli imports this module at its end
+from loopdyn.methods.dynamics import METHODS
 
 
 def register(app):
@@ -49,7 +50,7 @@ def _target(spec, model_spec, params, t_end, method, loops=None, load_options=No
 def view(
     target: Annotated[
         str,
-        typer.Argument(help="catalog name, model file (.urdf .sdf .xml .toml) or trajectory .npz"),
+        typer.Argument(help=f"catalog name, model file ({MODEL_FILES}) or trajectory .npz"),
     ],
     html: Annotated[
         Path | None, typer.Option("--html", help="write one self-contained .html file and exit")
@@ -63,7 +64,9 @@ def view(
     t_end: Annotated[
         float | None, typer.Option("--t-end", "-T", help="simulate T s from q0 at rest and show it")
     ] = None,
-    method: Annotated[str, typer.Option("--method", "-m", help="with --t-end")] = "augmented",
+    method: Annotated[
+        str, typer.Option("--method", "-m", help="with --t-end: " + " ".join(METHODS))
+    ] = "augmented",
     host: Annotated[str, typer.Option(help="viewer address")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="viewer port")] = 8080,
     max_frames: Annotated[int, typer.Option(help="frames kept of a trajectory")] = 300,
