@@ -305,3 +305,19 @@ def test_plot_sweep_text_outcome_and_aggregation(tmp_path):
     fig = ld.plot_sweep(df[df["c"] == 0], "a", "b", "status", tmp_path / "s.png")
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["bad", "ok"]
     plt.close(fig)
+
+
+def test_cli_sweep_plot_without_pandas_names_the_extra(tmp_path, monkeypatch):
+    """Issue 42: no traceback when pandas is missing: one line naming loopdyn[sweep]."""
+    out = tmp_path / "r.parquet"
+    ld.sweep("four_bar", {"theta1": [0.5, 1.0]}, "singularity_map", store=out, n_workers=0,
+             progress=False)  # fmt: skip
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    args = ["sweep-plot", str(out), "--x", "theta1", "--y", "case", "--value", "rank", "--out",
+            str(tmp_path / "m.png")]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), lines
+    assert 'pip install "loopdyn[sweep]"' in lines[0] and "pandas" in lines[0]
+    assert result.exception is None or isinstance(result.exception, SystemExit)

@@ -26,9 +26,9 @@ def plot_sweep(results, x, y, value, path=None, *, agg=None, log=None, ax=None, 
     ``ValueError`` naming the cell).  ``log``: colour scale (None: automatic).
     ``path``: write the figure there (.png, .pdf, .svg).  ``ax``: draw into these axes.
     """
-    import pandas as pd
+    from loopdyn.sweeps import _need, read_sweep
 
-    from loopdyn.sweeps import read_sweep
+    pd = _need("pandas")  # a LoopdynError naming the extra, not an ImportError
 
     df = results if isinstance(results, pd.DataFrame) else read_sweep(results)
     for c in (x, y, value):
