@@ -321,3 +321,31 @@ def test_cli_sweep_plot_without_pandas_names_the_extra(tmp_path, monkeypatch):
     assert len(lines) == 1 and lines[0].startswith("error:"), lines
     assert 'pip install "loopdyn[sweep]"' in lines[0] and "pandas" in lines[0]
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_cli_sweep_ctrl_c_says_how_to_resume(tmp_path, monkeypatch):
+    """Issue 42: Ctrl-C during loopdyn sweep: exit 130, one line with the cases done, the
+    store and the exact --resume command (no traceback); that command finishes it."""
+    import loopdyn.sweeps as sweeps
+
+    out = tmp_path / "r.parquet"
+    real = sweeps._run_chunk
+    calls = []
+
+    def interrupted(spec, rows):
+        calls.append(len(rows))
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+        return real(spec, rows)
+
+    monkeypatch.setattr(sweeps, "_run_chunk", interrupted)
+    args = ["sweep", "four_bar", "--run", "singularity_map", "-p", "theta1=30deg:60deg:4",
+            "--chunk", "2", "--out", str(out), "--workers", "0", "-q"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 130, result.output
+    lines = result.output.strip().splitlines()
+    command = f"loopdyn sweep --resume --out {out}"
+    assert lines == [f"interrupted: 2 of 4 cases done, stored in {out}; continue with: {command}"]
+    monkeypatch.setattr(sweeps, "_run_chunk", real)
+    result = runner.invoke(app, command.split()[1:])
+    assert result.exit_code == 0 and "4 cases (0 failed)" in result.output, result.output

@@ -189,6 +189,8 @@ def sweep(
             )  # fmt: skip
         except ImportError as e:
             raise cli._Usage(str(e)) from None
+        except KeyboardInterrupt:
+            _interrupted(out, scheduler)
     total = time.perf_counter() - start
     failed = int(df["error"].notna().sum())
     con.print(
@@ -201,6 +203,34 @@ def sweep(
         con.print(
             f"first failure: case {int(first['case'])}: {cli._esc(first['error'])}", soft_wrap=True
         )
+
+
+def _interrupted(out, scheduler):
+    """Ctrl-C: one line on stderr (cases stored, where, the command that continues the
+    sweep), exit status 130; the finished tasks' parts are in the store already."""
+    import logging
+    import shlex
+
+    from loopdyn import cli
+    from loopdyn.sweeps import read_manifest, read_sweep
+
+    for name in ("distributed", "tornado", "asyncio"):  # no shutdown tracebacks after this
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    try:
+        total = read_manifest(out)[0].get("cases")
+        done = len(read_sweep(out))
+    except Exception:  # interrupted before the store was written
+        total, done = None, 0
+    again = f"loopdyn sweep --resume --out {shlex.quote(str(out))}"
+    if scheduler is not None:
+        again += f" --scheduler {shlex.quote(scheduler)}"
+    of = f" of {total}" if total is not None else ""
+    cli._console(stderr=True).print(
+        f"interrupted: {done}{of} cases done, stored in {cli._esc(out)}; continue with: "
+        f"{cli._esc(again)}",
+        soft_wrap=True,
+    )
+    raise typer.Exit(130)
 
 
 def sweep_plot(
