@@ -349,3 +349,27 @@ def test_cli_sweep_ctrl_c_says_how_to_resume(tmp_path, monkeypatch):
     monkeypatch.setattr(sweeps, "_run_chunk", real)
     result = runner.invoke(app, command.split()[1:])
     assert result.exit_code == 0 and "4 cases (0 failed)" in result.output, result.output
+
+
+def test_sweep_plot_axes_in_the_unit_the_sweep_was_given(tmp_path):
+    """Issue 42: -p theta1=...deg: the store's manifest keeps the unit, sweep-plot labels
+    the axis 'theta1 (deg)' and draws it in degrees; a radian parameter stays in rad."""
+    import matplotlib.pyplot as plt
+
+    out = tmp_path / "r.parquet"
+    args = ["sweep", "five_bar", "--run", "singularity_map", "-p", "theta1=30deg:90deg:3",
+            "-p", "theta2=0.5rad:1rad:2", "--out", str(out), "--workers", "0", "-q"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert read_manifest(out)[0]["units"] == {"theta1": "deg", "theta2": "rad"}
+    fig = ld.plot_sweep(out, "theta1", "theta2", "rank")
+    ax = fig.axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("theta1 (deg)", "theta2 (rad)")
+    lo, hi = ax.get_xlim()
+    assert lo == pytest.approx(15.0) and hi == pytest.approx(105.0)  # cell edges, degrees
+    assert ax.get_ylim() == pytest.approx((0.25, 1.25))
+    plt.close(fig)
+    png = tmp_path / "m.png"
+    result = runner.invoke(app, ["sweep-plot", str(out), "--x", "theta1", "--y", "theta2",
+                                 "--value", "rank", "--out", str(png)])  # fmt: skip
+    assert result.exit_code == 0 and png.stat().st_size > 5_000, result.output

@@ -167,12 +167,15 @@ def sweep(
             if not param:
                 raise cli._Usage("give at least one --param NAME=START:STOP:NUM")
             units = {p.name: p.unit for p in ld.examples.parameters(model)}
-            grid = {}
+            grid, shown = {}, {}
             for p in param:
                 name, values = parse_param(p, units, max_cases)
                 if name in grid:
                     raise cli._Usage(f"--param {name} is given twice")
                 grid[name] = values
+                if units.get(name) == "rad":  # plotted in the unit given (stored in rad)
+                    given = p.split("=", 1)[1].lower()
+                    shown[name] = "deg" if "deg" in given else "rad"
             sizes = {k: len(v) for k, v in grid.items()}
             too_large = grid_too_large(sizes, max_cases, "--max-cases")
             if too_large:
@@ -185,7 +188,8 @@ def sweep(
         try:
             df = ld.sweep(
                 model, grid, run, client=scheduler, n_workers=workers, store=out,
-                resume=resume, chunk=chunk, progress=not quiet, max_cases=max_cases, **options,
+                resume=resume, chunk=chunk, progress=not quiet, max_cases=max_cases,
+                units=None if resume else shown, **options,
             )  # fmt: skip
         except ImportError as e:
             raise cli._Usage(str(e)) from None

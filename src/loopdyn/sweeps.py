@@ -582,7 +582,23 @@ def _json_options(options):
         return None
 
 
-def _open_store(path, table, model, run, options, resume):
+def _units(model, columns, given):
+    """Parameter -> unit for the manifest: a catalog model's parameters' units (those
+    with a physical unit), then ``given`` (the unit the user gave, e.g. ``deg``)."""
+    out = {}
+    if isinstance(model, str):
+        from loopdyn import examples
+
+        for p in examples.parameters(model):
+            if p.name in columns and p.unit not in ("-", "count", "seed", "text", "flag"):
+                out[p.name] = p.unit
+    for k, v in (given or {}).items():
+        if k in columns:
+            out[k] = str(v)
+    return out
+
+
+def _open_store(path, table, model, run, options, resume, units=None):
     """Create the store, or check it holds this sweep; the set of stored case ids."""
     pq = _need("pyarrow.parquet")
     pa = _need("pyarrow")
@@ -625,6 +641,7 @@ def _open_store(path, table, model, run, options, resume):
         "options": _json_options(options),
         "cli_resumable": isinstance(model, str) and isinstance(run, str),
         "cases": len(table),
+        "units": units or {},
     }
     tmp = path / f".{_MANIFEST}.tmp"
     tmp.write_text(json.dumps(manifest, indent=1))
@@ -688,6 +705,7 @@ def sweep(
     chunk=None,
     progress=True,
     max_cases=MAX_CASES,
+    units=None,
     **options,
 ):
     """Run ``run`` on every case of ``params``; a pandas DataFrame, one row per case.
@@ -704,7 +722,10 @@ def sweep(
     ``chunk``: cases per task (default: about 8 tasks per worker, 1 to 32 cases).
     ``progress``: a rich progress bar on stderr.  ``max_cases``: the largest grid
     (default ``MAX_CASES`` = 10⁶ cases; its case table takes ~300 bytes a case before any
-    runs), a larger one is refused with the estimate.  ``options``: the run's keyword
+    runs), a larger one is refused with the estimate.  ``units``: parameter -> the unit
+    its values are shown in (stored values stay SI: ``{"theta1": "deg"}``), kept in the
+    store's manifest beside the catalog parameters' units for ``plot_sweep``'s axes.
+    ``options``: the run's keyword
     options; ``run="simulate"``'s are checked before any case runs when no case varies
     them (``ValueError``, as ``ld.simulate``).
 
@@ -734,7 +755,8 @@ def sweep(
     done = set()
     if store is not None:
         store = Path(store)
-        done = _open_store(store, table, model, run, options, resume)
+        shown = _units(model, table.columns, units)
+        done = _open_store(store, table, model, run, options, resume, shown)
     todo = table[~table["case"].isin(done)]
     spec = (factory, run, options, model_keys)
     rows = todo.to_dict("records")

@@ -16,7 +16,9 @@ from loopdyn.viz.plotting import _pyplot
 _AGG = {"mean": np.nanmean, "max": np.nanmax, "min": np.nanmin, "median": np.nanmedian}
 
 
-def plot_sweep(results, x, y, value, path=None, *, agg=None, log=None, ax=None, title=None):
+def plot_sweep(
+    results, x, y, value, path=None, *, agg=None, log=None, ax=None, title=None, units=None
+):
     """Draw ``value`` over parameters ``x`` and ``y``; the matplotlib Figure.
 
     In: ``results``: a DataFrame from ``ld.sweep`` / ``ld.read_sweep`` or a store path.
@@ -25,12 +27,21 @@ def plot_sweep(results, x, y, value, path=None, *, agg=None, log=None, ax=None, 
     ``"max"``, ``"min"`` or ``"median"`` of the numeric value (None: refused, a
     ``ValueError`` naming the cell).  ``log``: colour scale (None: automatic).
     ``path``: write the figure there (.png, .pdf, .svg).  ``ax``: draw into these axes.
+    ``units``: parameter -> unit (default: a store's own, from its manifest: the catalog
+    units and the unit the sweep was given in); an axis is labelled ``name (unit)``, and
+    an angle given in ``deg`` is drawn in degrees (stored in radians).
     """
-    from loopdyn.sweeps import _need, read_sweep
+    from loopdyn.sweeps import _need, read_manifest, read_sweep
 
     pd = _need("pandas")  # a LoopdynError naming the extra, not an ImportError
 
-    df = results if isinstance(results, pd.DataFrame) else read_sweep(results)
+    if isinstance(results, pd.DataFrame):
+        df = results
+    else:
+        df = read_sweep(results)
+        if units is None:
+            units = read_manifest(results)[0].get("units") or {}
+    units = dict(units or {})
     for c in (x, y, value):
         if c not in df.columns:
             cols = ", ".join(c for c in df.columns if c not in ("case", "error"))
@@ -41,6 +52,9 @@ def plot_sweep(results, x, y, value, path=None, *, agg=None, log=None, ax=None, 
         raise ValueError(f"plot_sweep: agg must be one of {', '.join(_AGG)}, got {agg!r}")
     if len(df) == 0:
         raise ValueError("plot_sweep: the results hold no case")
+    shown = {c: np.rad2deg(df[c].to_numpy(dtype=float)) for c in (x, y) if units.get(c) == "deg"}
+    if shown:
+        df = df.assign(**shown)  # stored in radians, drawn in the degrees given
     failed = df["error"].notna() if "error" in df.columns else pd.Series(False, index=df.index)
     xs, ys = np.unique(df[x].to_numpy()), np.unique(df[y].to_numpy())
     ix = np.searchsorted(xs, df[x].to_numpy())
@@ -115,8 +129,8 @@ def plot_sweep(results, x, y, value, path=None, *, agg=None, log=None, ax=None, 
         )
     else:
         fig.colorbar(mesh, ax=ax, label=value if agg is None else f"{agg} of {value}")
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
+    ax.set_xlabel(axis_label(x, units))
+    ax.set_ylabel(axis_label(y, units))
     nbad = int(np.sum(~np.isfinite(grid)))
     head = title or f"{value} over {x} × {y}"
     ax.set_title(head + (f" ({nbad} cells failed or empty: grey)" if nbad else ""))
@@ -124,6 +138,12 @@ def plot_sweep(results, x, y, value, path=None, *, agg=None, log=None, ax=None, 
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
+
+
+def axis_label(name, units):
+    """``name (unit)`` when ``units`` has one for ``name``, else ``name``."""
+    unit = (units or {}).get(name)
+    return f"{name} ({unit})" if unit else name
 
 
 def _is_numeric(values):
