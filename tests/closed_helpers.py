@@ -1,6 +1,7 @@
 """Consistent random states of closed-loop catalog models, shared by the closure tests."""
 
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
@@ -134,3 +135,17 @@ def flat_four_bar(theta1=0.5):
     model = b.build()
     model.q0 = ld.assemble(model, [theta1, -0.4, 0.6])
     return model
+
+
+def erd_root():
+    """example-robot-data's ``robots`` folder (a test extra, installed beside Pinocchio),
+    or None."""
+    try:
+        import pinocchio
+    except ImportError:  # pragma: no cover - the test extra installs it
+        return None
+    for p in Path(pinocchio.__file__).resolve().parents:
+        cand = p / "share" / "example-robot-data" / "robots"
+        if cand.is_dir():
+            return cand
+    return None

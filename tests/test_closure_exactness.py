@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import loopdyn as ld
+from closed_helpers import erd_root
 from loopdyn.kinematics.closures import evaluate
 
 SPATIAL = ["weld", "prismatic", "revolute", "universal", "generic2", "generic3"]
@@ -269,20 +270,8 @@ def test_no_stale_multipliers_after_a_fallback_with_redundant_rows():
     _every_method_pair_keeps_its_own_multipliers(model, q, v, rng.normal(size=model.nv))
 
 
-def _erd_cassie():
-    """cassie.sdf of example-robot-data (a test extra, installed beside Pinocchio)."""
-    try:
-        import pinocchio
-    except ImportError:  # pragma: no cover - the test extra installs it
-        return None
-    for p in Path(pinocchio.__file__).resolve().parents:
-        cand = p / "share" / "example-robot-data" / "robots" / "cassie_description"
-        if cand.is_dir():
-            return cand / "robots" / "cassie.sdf"
-    return None
-
-
-CASSIE = _erd_cassie()
+_ERD = erd_root()
+CASSIE = _ERD / "cassie_description" / "robots" / "cassie.sdf" if _ERD else None
 
 
 @pytest.mark.skipif(CASSIE is None, reason="example-robot-data is not installed")

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import loopdyn as ld
+from closed_helpers import erd_root
 from loopdyn.io import native
 from loopdyn.methods.dynamics import GENERAL_METHODS as METHODS
 
@@ -37,18 +38,7 @@ def _same_arrays(a, b):
     return all(np.array_equal(getattr(a, n), getattr(b, n)) for n in _KERNEL_ARRAYS)
 
 
-def _erd_root():
-    import pinocchio
-
-    base = Path(pinocchio.__file__).resolve()
-    for p in base.parents:
-        cand = p / "share" / "example-robot-data" / "robots"
-        if cand.is_dir():
-            return cand
-    return None
-
-
-ERD = _erd_root()
+ERD = erd_root()
 URDFS = sorted(glob.glob(str(ERD / "**" / "*.urdf"), recursive=True)) if ERD else []
 CASSIE = sorted(glob.glob(str(ERD / "cassie_description" / "robots" / "*.sdf"))) if ERD else []
 needs_erd = pytest.mark.skipif(not URDFS, reason="example-robot-data is not installed")

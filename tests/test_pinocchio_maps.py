@@ -10,20 +10,12 @@ import numpy as np
 import pytest
 
 import loopdyn as ld
+from closed_helpers import erd_root
 
 pin = pytest.importorskip("pinocchio")
 
 
-def _erd_root():
-    base = Path(pin.__file__).resolve()
-    for p in base.parents:
-        cand = p / "share" / "example-robot-data" / "robots"
-        if cand.is_dir():
-            return cand
-    return None
-
-
-ERD = _erd_root()
+ERD = erd_root()
 needs_erd = pytest.mark.skipif(ERD is None, reason="example-robot-data is not installed")
 
 ROBOTS = [
