@@ -346,15 +346,17 @@ def info(
 @app.command()
 def convert(
     source: Annotated[str, typer.Argument(help=MODEL_HELP)],
-    target: Annotated[Path, typer.Argument(help="output file (.toml or .xml)")],
+    target: Annotated[
+        Path, typer.Argument(help="output file (.toml native, .xml MJCF, .urdf with <loop>)")
+    ],
     loops: LoopsOption = None,
     load_option: LoadOption = None,
 ):
-    """Convert a catalog model or a model file to native TOML or MJCF."""
+    """Convert a catalog model or a model file to native TOML, MJCF or URDF (URDF+ loops)."""
     with _errors():
         import loopdyn as ld
 
-        _check_output(target, (".toml", ".xml"), "output")
+        _check_output(target, (".toml", ".xml", ".urdf"), "output")
         ld.save(_load_model(source, None, loops, load_option), target)
     _console().print(f"wrote {target}")
 

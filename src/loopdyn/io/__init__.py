@@ -183,7 +183,9 @@ def _load_checked(data, name, path, fmt, options):
 
 
 def save(model, path, format=None):
-    """Write ``model`` to ``path``: ``.toml`` native (exact round trip) or ``.xml`` MJCF."""
+    """Write ``model`` to ``path``: ``.toml`` native (exact round trip), ``.xml`` MJCF or
+    ``.urdf`` (closures as URDF+ ``<loop>``; see :func:`loopdyn.io.urdf.dumps` for what
+    URDF can hold)."""
     from loopdyn.validation import model_arg
 
     model_arg(model)
@@ -201,7 +203,12 @@ def save(model, path, format=None):
             raise ModelError(f"{path}: {e}") from None
         Path(path).write_text(text + "\n", encoding="utf-8")
         return Path(path)
-    raise ModelError(f"{path}: loopdyn writes .toml (native) and .xml (MJCF), not {fmt}")
+    if fmt == "urdf":
+        from loopdyn.io import urdf
+
+        Path(path).write_text(urdf.dumps(model), encoding="utf-8")
+        return Path(path)
+    raise ModelError(f"{path}: loopdyn writes .toml (native), .xml (MJCF) and .urdf, not {fmt}")
 
 
 from loopdyn.io.tools import convert, describe  # noqa: E402

@@ -19,6 +19,20 @@ def rpy_matrix(rpy):
     )
 
 
+def matrix_rpy(R):
+    """Roll-pitch-yaw angles of a rotation, the inverse of :func:`rpy_matrix` (at
+    pitch ±π/2, where roll and yaw share one axis, roll carries the whole turn)."""
+    R = np.asarray(R, dtype=float)
+    p = float(np.arctan2(-R[2, 0], np.hypot(R[0, 0], R[1, 0])))
+    if np.hypot(R[0, 0], R[1, 0]) > 1e-12:
+        r = float(np.arctan2(R[2, 1], R[2, 2]))
+        y = float(np.arctan2(R[1, 0], R[0, 0]))
+    else:  # gimbal lock: R = Rz(y) Ry(±π/2) Rx(r) depends on r ∓ y only
+        r = float(np.arctan2(-R[1, 2], R[1, 1]))
+        y = 0.0
+    return np.array([r, p, y])
+
+
 def quat_matrix(q):
     """Rotation of a quaternion (w, x, y, z) (normalised here)."""
     w, x, y, z = np.asarray(q, dtype=float) / np.linalg.norm(q)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from loopdyn.errors import ModelError
 from loopdyn.io import _xml
 from loopdyn.io._geometry import pose, transform
 from loopdyn.io._graph import WORLD, Coupling, Description, Inertial, Joint, Link, Loop
@@ -348,3 +349,189 @@ def _refuse_mimic_cycle(desc):
             f"mimic joints form a cycle ({chain}): none of them follows a joint that "
             "moves on its own; remove the <mimic> of one of them",
         )
+
+
+# ============================================================================ writing
+#: joint limits written when the model holds none: URDF requires <limit> on revolute
+#: (written as continuous instead) and prismatic joints; loopdyn's dynamics has no limits
+_NO_LIMIT = {"lower": -1e6, "upper": 1e6, "effort": 0.0, "velocity": 0.0}
+
+
+def _num(x):
+    return f"{float(x):.17g}"
+
+
+def _nums(x):
+    return " ".join(_num(t) for t in x)
+
+
+def _origin_xml(R, p, pad):
+    from loopdyn.io._geometry import matrix_rpy
+
+    rpy = matrix_rpy(R) if not np.array_equal(R, np.eye(3)) else np.zeros(3)
+    return f'{pad}<origin xyz="{_nums(p)}" rpy="{_nums(rpy)}"/>'
+
+
+def dumps(model):
+    """URDF text of ``model``, its closures as URDF+ ``<loop>`` elements.
+
+    Each body is a link whose frame is its joint's frame (as loopdyn's and URDF's are),
+    with its inertial (mass, centre of mass, inertia about it); each tree joint a
+    ``<joint>`` from the parent's link (the ground is the link ``world``): revolute as
+    ``continuous`` (loopdyn has no limits; a model read from a file keeps its limits in
+    ``model.metadata["limits"]`` and they are written back), prismatic, fixed and free
+    (``floating``); named frames that no closure uses become massless links on fixed
+    joints (read back as frames of the same body); closures of kind ball, revolute,
+    universal, prismatic and weld (``fixed``) become ``<loop>`` between the two
+    frames' bodies at the frames' placements; couplings ``<mimic>``; actuated joints a
+    ``<transmission>`` each.  What URDF cannot say raises :class:`~loopdyn.ModelError`
+    naming it: universal and spherical tree joints, generic closures, couplings that are
+    not between one-coordinate joints.  URDF has no gravity, no planar flag and no
+    reference configuration: the file's header comment names the ``ld.load`` options
+    that restore the first two (``planar=True``, ``gravity=...``); a loader assembles
+    ``q0`` from the joints' zero.
+    """
+    from xml.sax.saxutils import quoteattr
+
+    from loopdyn.model.closures import CouplingSpec
+    from loopdyn.model.joints import FIXED, FREE, PRISMATIC, REVOLUTE, _axis
+
+    def q(name):
+        return quoteattr(str(name))
+
+    names = set(model.body_names) | set(model.joint_names) | set(model.frames)
+    if WORLD in model.body_names:
+        raise ModelError(
+            f"{model.name}: a body named {WORLD!r} is URDF's ground; rename it to write URDF"
+        )
+    limits = getattr(model, "metadata", {}).get("limits", {})
+    act = {int(i) for i in model.actuated}
+    out = ['<?xml version="1.0"?>', "<!-- written by loopdyn"]
+    opts = []  # what URDF cannot hold, as the ld.load options that restore it
+    if model.planar:
+        opts.append("planar=True")
+    g = np.asarray(model.gravity, dtype=float)
+    if not np.array_equal(g, np.array([0.0, 0.0, -9.81])):
+        opts.append(f"gravity=({_num(g[0])}, {_num(g[1])}, {_num(g[2])})")
+    if opts:
+        out.append(f"     read it back with ld.load(path, {', '.join(opts)})")
+    out += ["-->", f"<robot name={q(model.name)}>", f"  <link name={q(WORLD)}/>"]
+    for i in range(model.nbodies):
+        I6 = model.inertia[i]
+        m = I6[3, 3]
+        c = np.array([I6[2, 4], I6[0, 5], I6[1, 3]]) / m
+        Ic = I6[:3, :3] - m * (c @ c * np.eye(3) - np.outer(c, c))
+        out += [
+            f"  <link name={q(model.body_names[i])}>",
+            "    <inertial>",
+            _origin_xml(np.eye(3), c, "      "),
+            f'      <mass value="{_num(m)}"/>',
+            f'      <inertia ixx="{_num(Ic[0, 0])}" ixy="{_num(Ic[0, 1])}" '
+            f'ixz="{_num(Ic[0, 2])}" iyy="{_num(Ic[1, 1])}" iyz="{_num(Ic[1, 2])}" '
+            f'izz="{_num(Ic[2, 2])}"/>',
+            "    </inertial>",
+            "  </link>",
+        ]
+    mimic = {}
+    for spec in model._closure_specs:
+        if isinstance(spec, CouplingSpec):
+            mimic[spec.joint_b] = spec
+    transmissions = []
+    for i in range(model.nbodies):
+        t = model.topo[i]
+        jt, iv, nv = int(t[1]), int(t[3]), int(t[5])
+        jname = model.joint_names[i]
+        kind = {REVOLUTE: "continuous", PRISMATIC: "prismatic", FIXED: "fixed", FREE: "floating"}
+        if jt not in kind:
+            raise ModelError(
+                f"{model.name}: joint {jname!r} is {'universal' if nv == 2 else 'spherical'}, "
+                "which URDF cannot express; save as .toml (native) or .xml (MJCF)"
+            )
+        typ = kind[jt]
+        lim = limits.get(jname)
+        if typ == "continuous" and lim and "lower" in lim and "upper" in lim:
+            typ = "revolute"
+        p = model.parent[i]
+        out += [
+            f"  <joint name={q(jname)} type={q(typ)}>",
+            f"    <parent link={q(WORLD if p < 0 else model.body_names[p])}/>",
+            f"    <child link={q(model.body_names[i])}/>",
+            _origin_xml(model.jgeom[i, :3], model.jgeom[i, 3], "    "),
+        ]
+        if jt in (REVOLUTE, PRISMATIC):
+            out.append(f'    <axis xyz="{_nums(model.jgeom[i, 4])}"/>')
+        if typ in ("revolute", "prismatic"):
+            lim = {**_NO_LIMIT, **(lim or {})}
+            attrs = " ".join(
+                f'{k}="{_num(lim[k])}"' for k in ("lower", "upper", "effort", "velocity")
+            )
+            out.append(f"    <limit {attrs}/>")
+        spec = mimic.pop(jname, None)
+        if spec is not None:
+            out.append(
+                f"    <mimic joint={q(spec.joint_a)} multiplier={q(_num(spec.ratio))} "
+                f"offset={q(_num(spec.offset))}/>"
+            )
+        out.append("  </joint>")
+        if nv and set(range(iv, iv + nv)) <= act:
+            transmissions.append(jname)
+    if mimic:
+        c = next(iter(mimic.values()))
+        raise ModelError(
+            f"{model.name}: coupling {c.name!r} drives {c.joint_b!r}, which is not a tree "
+            "joint URDF can <mimic>; save as .toml (native)"
+        )
+    used = set()
+    loops = []
+    for spec in model._closure_specs:
+        if isinstance(spec, CouplingSpec):
+            continue
+        if spec.kind == "generic":
+            raise ModelError(
+                f"{model.name}: closure {spec.name!r} is generic, which URDF+ <loop> cannot "
+                "express; save as .toml (native)"
+            )
+        used |= {spec.frame_a, spec.frame_b}
+        typ = {"weld": "fixed", "ball": "ball"}.get(spec.kind, spec.kind)
+        loops.append(f"  <loop name={q(spec.name)} type={q(typ)}>")
+        for role, fname in (("predecessor", spec.frame_a), ("successor", spec.frame_b)):
+            k = model.frames.index(fname)
+            b = int(model.frame_body[k])
+            X = model.frame_X[k]
+            loops += [
+                f"    <{role} link={q(WORLD if b < 0 else model.body_names[b])}>",
+                _origin_xml(X[:3], X[3], "      "),
+                f"    </{role}>",
+            ]
+        # ModelBuilder.add_closure's defaults where the spec has none (a planar revolute: z)
+        default = {"revolute": ("z", None), "prismatic": ("x", None), "universal": ("x", "y")}
+        dflt = default.get(spec.kind, (None, None))
+        for tag, ax, d in (("axis", spec.axis, dflt[0]), ("axis2", spec.axis2, dflt[1])):
+            ax = d if ax is None else ax
+            if ax is not None:
+                a = _axis(ax, f"closure {spec.name!r}")
+                loops.append(f'    <{tag} xyz="{_nums(a)}"/>')
+        loops.append("  </loop>")
+    for k, fname in enumerate(model.frames):
+        if fname in used or fname in names - set(model.frames):
+            continue
+        b = int(model.frame_body[k])
+        X = model.frame_X[k]
+        out += [
+            f"  <link name={q(fname)}/>",
+            f'  <joint name={q(fname + "_fixed")} type="fixed">',
+            f"    <parent link={q(WORLD if b < 0 else model.body_names[b])}/>",
+            f"    <child link={q(fname)}/>",
+            _origin_xml(X[:3], X[3], "    "),
+            "  </joint>",
+        ]
+    out += loops
+    for jname in transmissions:
+        out += [
+            f"  <transmission name={q(jname + '_transmission')}>",
+            "    <type>transmission_interface/SimpleTransmission</type>",
+            f"    <joint name={q(jname)}/>",
+            "  </transmission>",
+        ]
+    out.append("</robot>")
+    return "\n".join(out) + "\n"
