@@ -1,5 +1,7 @@
 """``python -m loopdyn``: the command line (see ``loopdyn.cli``)."""
 
-from loopdyn.cli import app
+import sys
 
-app(prog_name="loopdyn")
+from loopdyn.cli import main
+
+sys.exit(main())

@@ -650,8 +650,38 @@ __import__("loopdyn.cli_view").cli_view.register(app)  # `loopdyn view` (cli_vie
 __import__("loopdyn.cli_sweep").cli_sweep.register(app)  # `loopdyn sweep`, `sweep-plot`
 
 
-def main():  # pragma: no cover - console entry
-    app(prog_name="loopdyn")
+def _click_errors():
+    """The exception classes of the click that typer runs on: typer >= 0.25 carries its
+    own copy (their base is ``typer.TyperException``), older typer uses click's."""
+    bases = tuple(c for c in (getattr(typer, "TyperException", None),) if c is not None)
+    try:
+        import click
+
+        bases += (click.ClickException, click.exceptions.Abort)
+    except ImportError:  # pragma: no cover - typer without click
+        pass
+    return (*bases, typer.Abort)
+
+
+def main(args=None):
+    """The ``loopdyn`` command: a usage error (unknown option, missing or malformed
+    argument) is one line on stderr naming the subcommand's ``--help``, exit status 2."""
+    try:
+        rv = app(prog_name="loopdyn", args=args, standalone_mode=False)
+    except _click_errors() as e:
+        name = type(e).__name__
+        if name == "NoArgsIsHelpError":  # ``loopdyn`` alone: the help
+            e.show()
+            return 2
+        if name == "Abort" or isinstance(e, typer.Abort):
+            _console(stderr=True).print("[red]error:[/] interrupted", soft_wrap=True)
+            return 130
+        ctx = getattr(e, "ctx", None)
+        text = " ".join(e.format_message().split())
+        hint = f" (see '{_esc(ctx.command_path)} --help')" if ctx is not None else ""
+        _console(stderr=True).print(f"[red]error:[/] {_esc(text)}{hint}", soft_wrap=True)
+        return getattr(e, "exit_code", 2)
+    return rv if isinstance(rv, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover
