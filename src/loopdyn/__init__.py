@@ -24,6 +24,13 @@ from loopdyn import examples, interop, io, methods, topology, viz
 from loopdyn.analysis.assembly import assemble, complete_velocity, partition
 from loopdyn.analysis.energy import kinetic_energy, potential_energy, total_energy
 from loopdyn.analysis.inverse import inverse_dynamics
+from loopdyn.analysis.regressor import (
+    base_parameters,
+    closed_loop_regressor,
+    inertial_parameters,
+    joint_torque_regressor,
+    with_inertial_parameters,
+)
 from loopdyn.batch import (
     BatchResult,
     aba_batch,
@@ -114,6 +121,8 @@ __all__ = [
     "aba_batch",
     "aggregation",
     "assemble",
+    "base_parameters",
+    "closed_loop_regressor",
     "closure_forces",
     "closure_loads_at",
     "closure_residual",
@@ -134,11 +143,13 @@ __all__ = [
     "frame_jacobian",
     "frame_placement",
     "gicm",
+    "inertial_parameters",
     "integrate",
     "interop",
     "inverse_dynamics",
     "inverse_dynamics_batch",
     "io",
+    "joint_torque_regressor",
     "kinetic_energy",
     "load",
     "methods",
@@ -158,4 +169,5 @@ __all__ = [
     "total_energy",
     "view",
     "viz",
+    "with_inertial_parameters",
 ]
