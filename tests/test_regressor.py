@@ -109,12 +109,13 @@ def test_unphysical_parameters_are_named(edit, match):
 
 
 # --------------------------------------------------------------------------- tree regressor
-@pytest.mark.parametrize("case", sorted(TREE_CASES))
+@pytest.mark.parametrize("case", sorted(TREE_CASES) + [f"closed:{n}" for n in sorted(CLOSED)])
 def test_tree_regressor_matches_pinocchio(case):
     """Column by column against ``pin.computeJointTorqueRegressor`` (rows in loopdyn's
-    layout); for bodies on fixed joints, which Pinocchio merges into the parent joint,
-    the forces Y π of random parameters."""
-    model = build_model(case)
+    layout) on the test-suite's trees and the closed catalog's spanning trees; for
+    bodies on fixed joints, which Pinocchio merges into the parent joint, the forces Y π
+    of random parameters."""
+    model = closed_model(case[7:]) if case.startswith("closed:") else build_model(case)
     rng = np.random.default_rng(3)
     model = ld.with_inertial_parameters(model, random_parameters(model, rng))
     ex = PinocchioExport(model)
@@ -195,6 +196,34 @@ def test_closed_loop_regressor_is_inverse_dynamics(name):
                 ref.rank, ref.nullity, ref.unique, ref.tau_unique, ref.over_actuated,
             )  # fmt: skip
             assert np.abs(reg.residual @ pi).max() <= 1e-9 * max(1.0, np.abs(reg.Y_tree @ pi).max())
+
+
+OTHER = ["cassie_leg", "closed_knee_leg", "digit_leg", "five_bar_leg", "four_bar_chain",
+         "geared_chain", "kangaroo_leg", "serial_arm"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", OTHER)
+def test_closed_loop_regressor_other_catalog(name):
+    """Legs (some under-actuated: passive toes), couplings, redundant rows (the closed
+    knee: λ not unique, u unique), a tree: the motion the motors make with the model's
+    own parameters, reproduced with them; flags as ``ld.inverse_dynamics``'."""
+    model = ld.examples.get(name)
+    rng = np.random.default_rng(8)
+    q, v, tau = consistent_state(model, rng)
+    driven = np.zeros(model.nv)
+    driven[model.actuated] = tau[model.actuated]
+    qdd = ld.forward_dynamics(model, q, v, driven).qdd
+    pi = ld.inertial_parameters(model)
+    reg = ld.closed_loop_regressor(model, q, v, qdd)
+    ref = ld.inverse_dynamics(model, q, v, qdd)
+    assert_rel(reg.Y @ pi, ref.u, what=name)
+    assert_rel(reg.Y @ pi, driven[model.actuated], tol=1e-8, what=name)
+    assert np.abs(reg.residual @ pi).max() <= 1e-9 * max(1.0, np.abs(reg.Y_tree @ pi).max())
+    assert (reg.rank, reg.unique, reg.tau_unique, reg.over_actuated) == (
+        ref.rank, ref.unique, ref.tau_unique, ref.over_actuated,
+    )  # fmt: skip
+    if name == "closed_knee_leg":
+        assert reg.tau_unique and not reg.unique
 
 
 def test_over_actuated_minimum_norm():
