@@ -38,6 +38,12 @@ from loopdyn.batch import (
     inverse_dynamics_batch,
     rnea_batch,
 )
+from loopdyn.derivatives import (
+    aba_derivatives,
+    forward_dynamics_derivatives,
+    inverse_dynamics_derivatives,
+    rnea_derivatives,
+)
 from loopdyn.errors import (
     ActuationError,
     AssemblyError,
@@ -119,6 +125,7 @@ __all__ = [
     "Universal",
     "aba",
     "aba_batch",
+    "aba_derivatives",
     "aggregation",
     "assemble",
     "base_parameters",
@@ -139,6 +146,7 @@ __all__ = [
     "export_html",
     "forward_dynamics",
     "forward_dynamics_batch",
+    "forward_dynamics_derivatives",
     "forward_kinematics",
     "frame_jacobian",
     "frame_placement",
@@ -148,6 +156,7 @@ __all__ = [
     "interop",
     "inverse_dynamics",
     "inverse_dynamics_batch",
+    "inverse_dynamics_derivatives",
     "io",
     "joint_torque_regressor",
     "kinetic_energy",
@@ -161,6 +170,7 @@ __all__ = [
     "read_sweep",
     "rnea",
     "rnea_batch",
+    "rnea_derivatives",
     "save",
     "simulate",
     "simulate_batch",

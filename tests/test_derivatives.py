@@ -1,0 +1,313 @@
+"""Analytic derivatives (issue 40): ``ld.rnea_derivatives``, ``ld.aba_derivatives``,
+``ld.forward_dynamics_derivatives``, ``ld.inverse_dynamics_derivatives``.
+
+Every matrix is checked in full against central finite differences (fourth order,
+Richardson) of the function it differentiates, perturbing q on the configuration
+manifold (q ⊕ δ = ``ld.integrate``), on random consistent states of every catalog
+mechanism, of seeded random mechanisms and of hypothesis' random mechanisms (all joint
+types, every closure kind, couplings, redundant closures); the tangent-space projection
+against finite differences along the constraint manifold (``ld.assemble`` with the
+independent coordinates held, ``ld.complete_velocity``); and Pinocchio where it
+expresses the model (its ``constraintDynamics``; see ``test_pinocchio``).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+import loopdyn as ld
+import mechanisms as mx
+from closed_helpers import CLOSED, closed_model, consistent_state, flat_four_bar
+
+TOL = 1e-6  # relative to the matrix's size (and the finite differences' own noise)
+
+
+def _fd(f, x0, step, plus, h):
+    """Fourth-order central difference of f along plus(x0, step * e_j), every j."""
+    cols = []
+    for j in range(step):
+        e = np.zeros(step)
+        e[j] = 1.0
+        fp1, fm1 = f(plus(x0, h * e)), f(plus(x0, -h * e))
+        fp2, fm2 = f(plus(x0, 2 * h * e)), f(plus(x0, -2 * h * e))
+        cols.append((8.0 * (fp1 - fm1) - (fp2 - fm2)) / (12.0 * h))
+    return np.array(cols).T
+
+
+def fd_qvx(model, f, q, v, x, h=1e-3):
+    """(∂f/∂q, ∂f/∂v, ∂f/∂x) of f(q, v, x) by finite differences (q on the manifold)."""
+    n = model.nv
+    dq = _fd(lambda qq: f(qq, v, x), q, n, lambda a, d: ld.integrate(model, a, d), h)
+    dv = _fd(lambda vv: f(q, vv, x), v, n, lambda a, d: a + d, h)
+    dx = _fd(lambda xx: f(q, v, xx), x, n, lambda a, d: a + d, 1.0)  # linear in x
+    return dq, dv, dx
+
+
+def close(a, b, tol=TOL, floor=0.0):
+    """|a - b| <= tol |b| + floor, the floor the finite differences' rounding."""
+    err = np.abs(a - b).max(initial=0.0)
+    return err <= tol * np.abs(b).max(initial=0.0) + floor, err
+
+
+def _noise(*vectors, h=1e-3):
+    """The rounding of a difference quotient with step h of values of these sizes (the
+    solves' own accuracy, ~1e-13 of the accelerations on the random mechanisms' mass
+    ratios of 1e6, divided by the step)."""
+    return 1e-13 * max(1.0, *(np.abs(x).max(initial=0.0) for x in vectors)) / h
+
+
+# --------------------------------------------------------------------------- trees
+def _tree_cases():
+    out = [("serial_arm", ld.examples.serial_arm())]
+    for i in range(6):
+        mech = mx.random_mechanism((40, i), max_bodies=8)
+        out.append((f"random_tree_{i}", mech.model.spanning_tree()))
+    return out
+
+
+@pytest.mark.parametrize("name,model", _tree_cases(), ids=lambda x: x if isinstance(x, str) else "")
+def test_tree_rnea_and_aba_derivatives_match_finite_differences(name, model):
+    rng = np.random.default_rng(5)
+    q = ld.integrate(model, model.q0, rng.normal(size=model.nv) * 0.5)
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    dq, dv, da = ld.rnea_derivatives(model, q, v, a)
+    F = fd_qvx(model, lambda q, v, a: ld.rnea(model, q, v, a), q, v, a)
+    tau = ld.rnea(model, q, v, a)
+    for got, ref in zip((dq, dv, da), F, strict=True):
+        ok, err = close(got, ref, floor=_noise(tau))
+        assert ok, f"{name}: rnea derivative off by {err:.3g}"
+    assert np.allclose(da, ld.crba(model, q), rtol=1e-12, atol=1e-12)
+    tau = rng.normal(size=model.nv)
+    dq, dv, dt = ld.aba_derivatives(model, q, v, tau)
+    qdd = ld.aba(model, q, v, tau)
+    F = fd_qvx(model, lambda q, v, t: ld.aba(model, q, v, t), q, v, tau)
+    for got, ref in zip((dq, dv, dt), F, strict=True):
+        ok, err = close(got, ref, floor=_noise(qdd))
+        assert ok, f"{name}: aba derivative off by {err:.3g}"
+
+
+def test_tree_model_through_forward_dynamics_derivatives():
+    model = ld.examples.serial_arm()
+    q, v, tau = model.q0, np.full(model.nv, 0.3), np.ones(model.nv)
+    d = ld.forward_dynamics_derivatives(model, q, v, tau)
+    ref = ld.aba_derivatives(model, q, v, tau)
+    for got, want in zip((d.dqdd_dq, d.dqdd_dv, d.dqdd_dtau), ref, strict=True):
+        assert np.allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- closed loops
+def check_forward(model, q, v, tau, where, tol=TOL):
+    """Full matrices against finite differences of forward_dynamics(augmented)."""
+    d = ld.forward_dynamics_derivatives(model, q, v, tau)
+    fd = lambda q, v, t: ld.forward_dynamics(model, q, v, t, method="augmented").qdd  # noqa: E731
+    F = fd_qvx(model, fd, q, v, tau)
+    floor = _noise(d.qdd, model.gravity)
+    for what, got, ref in zip(
+        ("q", "v", "tau"), (d.dqdd_dq, d.dqdd_dv, d.dqdd_dtau), F, strict=True
+    ):
+        ok, err = close(got, ref, tol, floor)
+        assert ok, f"{where}: dqdd_d{what} off by {err:.3g} (|ref| {np.abs(ref).max():.3g})"
+    return d
+
+
+@pytest.mark.parametrize("name", list(CLOSED))
+def test_catalog_forward_derivatives_match_finite_differences(name):
+    model = closed_model(name)
+    rng = np.random.default_rng(11)
+    q, v, tau = consistent_state(model, rng)
+    d = check_forward(model, q, v, tau, name)
+    assert d.rows.size == model.m  # the catalog's closures are independent
+    fl = lambda q, v, t: ld.forward_dynamics(model, q, v, t).lam  # noqa: E731
+    F = fd_qvx(model, fl, q, v, tau)
+    for what, got, ref in zip(
+        ("q", "v", "tau"), (d.dlam_dq, d.dlam_dv, d.dlam_dtau), F, strict=True
+    ):
+        ok, err = close(got, ref, floor=_noise(d.lam))
+        assert ok, f"{name}: dlam_d{what} off by {err:.3g}"
+
+
+def manifold_fd(model, d, q, v, tau, qdd_of, h=1e-3):
+    """(∂q̈/∂y, ∂q̈/∂ẏ) along the constraint manifold: y = q[independent] moved and the
+    loops closed again (``ld.assemble`` holding y), the velocity completed holding ẏ."""
+    ind = d.independent
+    G = d.G
+
+    def at(dy, dyd):
+        qq = ld.assemble(model, ld.integrate(model, q, G @ dy), fixed=list(ind), tol=1e-14)
+        vv = v.copy()
+        vv[ind] += dyd
+        vv = ld.complete_velocity(model, qq, vv, fixed=list(ind))
+        return qdd_of(qq, vv)
+
+    f = ind.size
+    dy = _fd(lambda y: at(y, np.zeros(f)), np.zeros(f), f, lambda a, e: a + e, h)
+    dyd = _fd(lambda y: at(np.zeros(f), y), np.zeros(f), f, lambda a, e: a + e, h)
+    return dy, dyd
+
+
+@pytest.mark.parametrize("name", ["four_bar", "five_bar", "carpet_scraper", "stewart", "delta"])
+def test_tangent_projection_is_the_derivative_along_the_manifold(name):
+    model = closed_model(name)
+    q, v, tau = consistent_state(model, np.random.default_rng(2))
+    d = ld.forward_dynamics_derivatives(model, q, v, tau)
+    assert d.G.shape == (model.nv, model.nv - d.rows.size)
+    _, J, _ = ld.constraints(model, q)
+    assert np.abs(J @ d.G).max() < 1e-10
+    dy, dyd = manifold_fd(
+        model, d, q, v, tau, lambda q, v: ld.forward_dynamics(model, q, v, tau).qdd
+    )
+    for what, got, ref in (("y", d.dqdd_dy, dy), ("ydot", d.dqdd_dydot, dyd)):
+        ok, err = close(got, ref, floor=_noise(d.qdd))
+        assert ok, f"{name}: dqdd_d{what} off by {err:.3g}"
+
+
+FAST_SEED = 2040
+
+
+@pytest.mark.parametrize("i", range(16))
+def test_random_mechanisms_forward_derivatives(i):
+    mech = mx.random_mechanism((FAST_SEED, i), max_bodies=12)
+    _random_case(mech, f"random_mechanism(({FAST_SEED}, {i}))")
+
+
+def _random_case(mech, where):
+    model, q, v, tau = mech.model, mech.q, mech.v, mech.tau
+    if mech.velocity_note:  # no consistent velocity: not a state the derivatives are defined at
+        return
+    try:
+        check_forward(model, q, v, tau, where + "\n" + mech.code())
+    except ld.ModelError as e:  # a generic closure free to turn: named, and only that
+        assert "free to turn" in str(e) and "generic" in model.closure_kinds, str(e)
+        assert not model.planar
+    except ld.SingularityError:  # then the forward dynamics refuses the state too
+        with pytest.raises(ld.SingularityError):
+            ld.forward_dynamics(model, q, v, tau, fallback=False)
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=list(HealthCheck),
+)
+@given(mech=mx.mechanisms(max_bodies=8, max_closures=3))
+def test_hypothesis_mechanisms_forward_derivatives(mech):
+    _random_case(mech, "hypothesis")
+
+
+def test_couplings_and_quaternion_joints_are_covered():
+    """The random cases above include free and spherical joints, couplings, every
+    closure kind: a guard that the generator's seeds still do."""
+    joints, kinds = set(), set()
+    for i in range(16):
+        m = mx.random_mechanism((FAST_SEED, i), max_bodies=12).model
+        joints.update(m.joint_types)
+        kinds.update(m.closure_kinds)
+    assert {"free", "spherical", "universal", "prismatic", "revolute"} <= joints
+    assert {"ball", "revolute", "universal", "prismatic", "weld", "generic"} <= kinds
+
+
+def test_geared_chain_coupling_rows():
+    model = ld.examples.get("geared_chain", N=3)
+    q, v, tau = consistent_state(model, np.random.default_rng(4))
+    check_forward(model, q, v, tau, "geared_chain")
+
+
+# --------------------------------------------------------------------------- errors
+def test_singular_configuration_raises():
+    model = flat_four_bar()
+    q = ld.assemble(model, [0.0, 0.0, 0.0], fixed=[0])
+    with pytest.raises(ld.SingularityError):
+        ld.forward_dynamics_derivatives(model, q, np.zeros(3), np.zeros(3))
+
+
+def test_off_manifold_state_with_hinge_rows_is_refused():
+    model = closed_model("pendulum_ladder")  # generic closures with two rotation axes: hinges
+    q, v, tau = consistent_state(model, np.random.default_rng(0))
+    with pytest.raises(ld.AssemblyError, match="consistent state"):
+        dq = np.random.default_rng(1).normal(size=model.nv) * 1e-2
+        ld.forward_dynamics_derivatives(model, ld.integrate(model, q, dq), v, tau)
+
+
+# --------------------------------------------------------------------------- inverse dynamics
+def _inverse_fd(model, q, v, qdd, act):
+    def tau_of(q, v, a):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ld.NonUniqueWarning)
+            return ld.inverse_dynamics(model, q, v, a, actuated=act, closure_tol=1e3, tol=1e3).tau
+
+    return fd_qvx(model, tau_of, q, v, qdd)
+
+
+@pytest.mark.parametrize(
+    "name,act",
+    [
+        ("four_bar", None),
+        ("five_bar", None),
+        ("stewart", None),
+        ("four_bar", [0, 2]),
+        ("five_bar", [0, 1, 3]),
+    ],
+)
+def test_inverse_dynamics_derivatives(name, act):
+    """Exactly actuated (the catalog's actuators) and over-actuated (minimum norm)."""
+    model = closed_model(name)
+    q, v, tau = consistent_state(model, np.random.default_rng(6))
+    qdd = ld.forward_dynamics(model, q, v, tau).qdd
+    act = None if act is None else np.array(act)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ld.NonUniqueWarning)
+        d = ld.inverse_dynamics_derivatives(model, q, v, qdd, actuated=act)
+    F = _inverse_fd(model, q, v, qdd, act)
+    for what, got, ref in zip(
+        ("q", "v", "qdd"), (d.dtau_dq, d.dtau_dv, d.dtau_dqdd), F, strict=True
+    ):
+        ok, err = close(got, ref, floor=_noise(d.tau))
+        assert ok, f"{name} {act}: dtau_d{what} off by {err:.3g}"
+
+
+# --------------------------------------------------------------------------- Pinocchio
+PIN_CASES = [("four_bar", {}), ("five_bar", {}), ("stewart", {}), ("spatial_ladder", {"L": 8})]
+
+
+@pytest.mark.parametrize("name,kw", PIN_CASES, ids=[c[0] for c in PIN_CASES])
+def test_pinocchio(name, kw):
+    """Against Pinocchio's ``constraintDynamics`` (3D contacts in LOCAL frames).
+
+    ∂q̈/∂τ equals Pinocchio's analytic one.  Its q and v derivatives come from another
+    acceleration-level form of the ball constraint (module doc of
+    ``loopdyn.derivatives.closed``), so the full ∂/∂q, ∂/∂v differ off the manifold;
+    along it (the tangent-space projection) they must agree: checked against finite
+    differences of ``pin.constraintDynamics`` along the manifold.
+    (``pin.computeConstraintDynamicsDerivatives`` itself disagrees with finite
+    differences of ``pin.constraintDynamics`` on these loops, docs/derivatives.md.)"""
+    pin = pytest.importorskip("pinocchio")
+    from loopdyn.interop.pinocchio import PinocchioExport
+
+    model = ld.examples.get(name, **kw)
+    q, v, tau = consistent_state(model, np.random.default_rng(3))
+    ex = PinocchioExport(model)
+    pm, pd = ex.model, ex.model.createData()
+    cms, cds = ex.constraints, ex.constraint_datas()
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    prox = pin.ProximalSettings(1e-14, 1e-12, 50)
+
+    def pin_qdd(qq, vv, tt=tau):
+        return ex.v_from(
+            pin.constraintDynamics(pm, pd, ex.q(qq), ex.v(vv), ex.v(tt), cms, cds, prox)
+        ).copy()
+
+    d = ld.forward_dynamics_derivatives(model, q, v, tau)
+    assert np.allclose(pin_qdd(q, v), d.qdd, rtol=1e-10, atol=1e-10 * np.abs(d.qdd).max())
+    pin_qdd(q, v)
+    pin.computeConstraintDynamicsDerivatives(pm, pd, cms, cds, prox)
+    ok, err = close(d.dqdd_dtau, ex.matrix_from(pd.ddq_dtau), 1e-8)
+    assert ok, f"{name}: dqdd_dtau off Pinocchio's by {err:.3g}"
+    dy, dyd = manifold_fd(model, d, q, v, tau, pin_qdd, h=1e-3)
+    for what, got, ref in (("y", d.dqdd_dy, dy), ("ydot", d.dqdd_dydot, dyd)):
+        ok, err = close(got, ref, floor=_noise(d.qdd, h=1e-3))
+        assert ok, f"{name}: dqdd_d{what} off Pinocchio's finite differences by {err:.3g}"
