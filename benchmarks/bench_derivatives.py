@@ -1,0 +1,84 @@
+"""Analytic derivatives of closed-loop forward dynamics against Pinocchio's.
+
+Run from the repository root::
+
+    python benchmarks/bench_derivatives.py            # four_bar and stewart (~30 s)
+    python benchmarks/bench_derivatives.py --quick    # fewer rounds
+
+Per model, timed in alternation within one process (``benchmarks/timing.py``):
+``ld.forward_dynamics_derivatives(model, q, v, tau, tangent=False)`` (q̈, λ and their
+derivatives in q, v, τ), the same with the tangent-space projection, and Pinocchio's
+``constraintDynamics`` followed by ``computeConstraintDynamicsDerivatives``
+(``StdVec`` containers, ``ProximalSettings(1e-12, 1e-8, 20)``).  Ratios are ours over
+Pinocchio's, median (min–max) over the rounds.  Pinocchio's q̈ and ∂q̈/∂τ are checked
+against ours first (its ∂/∂q, ∂/∂v are of another constraint form, and disagree with
+finite differences of its own constraintDynamics on loop closures: docs/derivatives.md).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import loopdyn as ld
+from timing import alternate, fmt_ratio, median_us, ratio
+
+
+def _state(model, seed=0):
+    rng = np.random.default_rng(seed)
+    v = np.zeros(model.nv)
+    v[model.actuated] = rng.normal(size=model.actuated.size)
+    v = ld.complete_velocity(model, model.q0, v)
+    tau = rng.normal(size=model.nv)
+    return np.array(model.q0), v, tau
+
+
+def run(name, rounds):
+    import pinocchio as pin
+
+    model = ld.examples.get(name)
+    q, v, tau = _state(model)
+    from loopdyn.interop.pinocchio import PinocchioExport
+
+    ex = PinocchioExport(model)
+    pm, pd = ex.model, ex.model.createData()
+    cms, cds = ex.constraints, ex.constraint_datas()  # the StdVec containers
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    settings = pin.ProximalSettings(1e-12, 1e-8, 20)
+    qp, vp, tp = ex.q(q), ex.v(v), ex.v(tau)
+
+    def pin_both():
+        pin.constraintDynamics(pm, pd, qp, vp, tp, cms, cds, settings)
+        return pin.computeConstraintDynamicsDerivatives(pm, pd, cms, cds, settings)
+
+    d = ld.forward_dynamics_derivatives(model, q, v, tau)
+    pin_both()
+    eq = np.abs(ex.v_from(pd.ddq) - d.qdd).max() / np.abs(d.qdd).max()
+    et = np.abs(ex.matrix_from(pd.ddq_dtau) - d.dqdd_dtau).max() / np.abs(d.dqdd_dtau).max()
+    print(f"\n{name} (nv={model.nv}, m={model.m}): Pinocchio vs ours: q̈ {eq:.1e}, ∂q̈/∂τ {et:.1e}")
+    ours = lambda: ld.forward_dynamics_derivatives(model, q, v, tau, tangent=False)  # noqa: E731
+    ours_t = lambda: ld.forward_dynamics_derivatives(model, q, v, tau)  # noqa: E731
+    t = alternate([pin_both, ours, ours_t], rounds, min_time=0.05)
+    rows = (
+        ("pin constraintDynamics + derivatives", None),
+        ("ld (q̈, λ, derivatives)", 1),
+        ("ld + tangent projection", 2),
+    )
+    for k, (what, col) in enumerate(rows):
+        r = "" if col is None else f"   ratio {fmt_ratio(ratio(t, col, 0))}"
+        print(f"   {what:<38}{median_us(t, k):9.1f} µs{r}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("models", nargs="*", default=["four_bar", "stewart"])
+    a = p.parse_args()
+    for name in a.models:
+        run(name, 5 if a.quick else 11)
+
+
+if __name__ == "__main__":
+    main()
