@@ -21,6 +21,7 @@ _numba_internals.install_fast_flag_comparisons()  # compile time (same semantics
 _numba_internals.install_call_type_memo()  # compile time (same types): idem
 
 from loopdyn import examples, interop, io, methods, topology, viz
+from loopdyn.analysis.actuation import ActuationMap, actuation_map
 from loopdyn.analysis.assembly import assemble, complete_velocity, partition
 from loopdyn.analysis.energy import kinetic_energy, potential_energy, total_energy
 from loopdyn.analysis.inverse import inverse_dynamics
@@ -103,6 +104,7 @@ __all__ = [
     "GICM",
     "GROUND",
     "ActuationError",
+    "ActuationMap",
     "AssemblyError",
     "BatchInterrupted",
     "BatchResult",
@@ -126,6 +128,7 @@ __all__ = [
     "aba",
     "aba_batch",
     "aba_derivatives",
+    "actuation_map",
     "aggregation",
     "assemble",
     "base_parameters",

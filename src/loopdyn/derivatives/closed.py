@@ -448,7 +448,7 @@ def aba_derivatives(model, q, v, tau):
 
 @dataclass
 class InverseDynamicsDerivatives:
-    """Derivatives of ``ld.inverse_dynamics`` (generic: [B Jᵀ][u; λ] = RNEA(q, v, q̈),
+    """Derivatives of ``ld.inverse_dynamics`` (generic: ``[B Jᵀ][u; λ] = RNEA(q, v, q̈)``,
     the minimum-norm solution where not unique): ``tau`` (nv), ``lam`` (m) and
     ``dtau_dq``, ``dtau_dv``, ``dtau_dqdd`` (nv × nv, non-zero rows at the actuated
     coordinates), ``dlam_dq``, ``dlam_dv``, ``dlam_dqdd`` (m × nv); tangent columns."""
