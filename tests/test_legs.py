@@ -363,3 +363,43 @@ def test_native_round_trip_keeps_closures_and_overrides(name, tmp_path):
     assert np.array_equal(
         ld.forward_dynamics(back, q, v, tau).qdd, ld.forward_dynamics(model, q, v, tau).qdd
     )
+
+
+# =========================================================================== robots
+ROBOTS = {
+    "biped_digit": ["digit_leg"] * 2,
+    "eight_legs": ["cassie_leg", "digit_leg", "kangaroo_leg", "five_bar_leg"] * 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROBOTS))
+def test_robot_files_load_close_agree_and_match_pinocchio(name):
+    """Whole robots of these legs on a floating pelvis (a Digit-like biped; eight legs of
+    the four kinds, 73 bodies): the committed files are ``legs.robot_texts``; every
+    closure closes with its frames coinciding, every method agrees with ``augmented``
+    natively, and Pinocchio's community-built model gives the same accelerations."""
+    import pinocchio as pin
+
+    from loopdyn.interop.pinocchio import ConventionModel
+
+    urdf, yml = DATA / f"{name}.urdf", DATA / f"{name}.yaml"
+    assert (urdf.read_text(), yml.read_text()) == legs.robot_texts(name, ROBOTS[name])
+    model = ld.load(yml, floating_base=True)
+    assert len(model.metadata["loops"]["closures"]) == sum(
+        len(legs.LEGS[n]().loops) for n in ROBOTS[name]
+    )
+    ref_model = ConventionModel(urdf, yml, floating_base=True)
+    pm, cms = ref_model.model, ref_model.constraints
+    pd, cds = pm.createData(), ref_model.constraint_datas()
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    prox = pin.ProximalSettings(1e-14, 1e-8, 20)
+    for q, v, tau in _states(model, 2, 4):
+        for kind, dp, dr in _closure_errors(model, q):
+            assert dp < 1e-10 and (kind != "6d" or dr < 1e-10), (kind, dp, dr)
+        ref = ld.forward_dynamics(model, q, v, tau, method="augmented")
+        for method in METHODS:
+            got = ld.forward_dynamics(model, q, v, tau, method=method)
+            assert got.method == method and _close(got.qdd, ref.qdd, 1e-10), method
+        qp, vp, tp = ref_model.q(model, q), ref_model.v(model, v), ref_model.v(model, tau)
+        a = pin.constraintDynamics(pm, pd, qp, vp, tp, cms, cds, prox)
+        assert _close(ref_model.v_from(model, a), ref.qdd, 1e-9)

@@ -608,6 +608,102 @@ def yaml_text(name):
     return "\n".join(out) + "\n"
 
 
+def robot_texts(name, legs, spacing=0.25):
+    """URDF and YAML texts of a robot ``name`` whose pelvis carries the ``legs`` (leg names
+    of ``LEGS``, repeats allowed) side by side: leg k's links, joints, frames and motors
+    are prefixed ``l<k>_``, its hip placed ``k · spacing`` m along −y from the first.
+    Load with ``floating_base=True`` for a floating pelvis (the root link ``pelvis``, a
+    box of 10 kg).  A Digit-like biped is ``robot_texts("biped", ["digit_leg"] * 2)``;
+    eight legs of the four kinds make a model of 72 joints for load-time benchmarks."""
+    pelvis = _box(10.0, (0.0, -0.5 * spacing * (len(legs) - 1), 0.1),
+                  (0.2, spacing * len(legs), 0.15))  # fmt: skip
+    m, c, I = pelvis
+    lines = [
+        '<?xml version="1.0"?>',
+        f"<!-- {name}: a pelvis carrying {', '.join(legs)}; written by",
+        "     loopdyn.examples.legs.robot_texts (geometry: the legs' factories). -->",
+        f'<robot name="{name}">',
+        '  <link name="pelvis">',
+        "    <inertial>",
+        f'      <origin xyz="{_fmt(c)}" rpy="0 0 0"/>',
+        f'      <mass value="{m:.12g}"/>',
+        f'      <inertia ixx="{I[0][0]:.12g}" ixy="0" ixz="0" iyy="{I[1][1]:.12g}" iyz="0" '
+        f'izz="{I[2][2]:.12g}"/>',
+        "    </inertial>",
+        "  </link>",
+    ]
+    closed, types, motors, over_names, over_types = [], [], [], [], []
+    for k, lname in enumerate(legs):
+        leg = LEGS[lname]()
+        pre = f"l{k}_"
+        dy = -k * spacing
+        body = urdf_text(lname).split("\n")
+        # rename every link / joint / frame of the leg; the leg's root becomes the pelvis
+        names = [L.name for L in leg.links] + [j.name for j in leg.joints]
+        names += [f.name for f in leg.frames] + [f"{f.name}_fixed" for f in leg.frames]
+        inside = skip = False
+        for ln in body:
+            if ln.startswith("<robot") or ln.startswith("</robot") or ln.startswith("<?xml"):
+                continue
+            if ln.startswith("<!--"):
+                inside = not ln.rstrip().endswith("-->")
+                continue
+            if inside:
+                inside = not ln.rstrip().endswith("-->")
+                continue
+            for n in sorted(set(names), key=len, reverse=True):
+                ln = ln.replace(f'"{n}"', f'"{pre}{n}"')
+            ln = ln.replace(f'"{pre}{leg.root}"', '"pelvis"')
+            if '<link name="pelvis"' in ln:  # the leg's own root: the robot's pelvis
+                skip = not ln.rstrip().endswith("/>")
+                continue
+            if skip:
+                skip = "</link>" not in ln
+                continue
+            lines.append(ln)
+        # the hips: joints whose parent is the root, shifted along y
+        for j in leg.joints:
+            if j.parent == leg.root:
+                i = max(n for n, ln in enumerate(lines) if f'name="{pre}{j.name}"' in ln)
+                o = i + 3
+                old = lines[o].split('xyz="')[1].split('"')[0]
+                xyz = old.split()
+                xyz[1] = f"{float(xyz[1]) + dy:.12g}"
+                lines[o] = lines[o].replace(old, " ".join(xyz), 1)
+        for a, b, t in leg.loops:
+            closed.append((pre + a, pre + b))
+            types.append(t)
+        motors += [pre + mname for mname in leg.motors]
+        for j in leg.joints:
+            if j.override:
+                over_names.append(pre + j.name)
+                over_types.append(j.override)
+    lines.append("</robot>")
+
+    def lst(xs):
+        return "[" + ", ".join(f"'{x}'" for x in xs) + "]"
+
+    yaml = [
+        f"# {name}: loop closures of {name}.urdf (parallel-robot convention)",
+        "closed_loop: [" + ", ".join(lst(p) for p in closed) + "]",
+        "type: " + lst(types),
+        "name_mot: " + lst(motors),
+    ]
+    if over_names:
+        yaml += ["joint_name: " + lst(over_names), "joint_type: " + lst(over_types)]
+    return "\n".join(lines) + "\n", "\n".join(yaml) + "\n"
+
+
+def write_robot_files(name, legs, folder, spacing=0.25):
+    """Write ``<name>.urdf`` and ``<name>.yaml`` of :func:`robot_texts` into ``folder``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    urdf, yaml = robot_texts(name, legs, spacing)
+    (folder / f"{name}.urdf").write_text(urdf, encoding="utf-8")
+    (folder / f"{name}.yaml").write_text(yaml, encoding="utf-8")
+    return folder / f"{name}.urdf", folder / f"{name}.yaml"
+
+
 def write_files(name, folder):
     """Write ``<name>.urdf`` and ``<name>.yaml`` of leg ``name`` into ``folder``."""
     folder = Path(folder)
@@ -624,7 +720,9 @@ __all__ = [
     "digit_leg",
     "five_bar_leg",
     "kangaroo_leg",
+    "robot_texts",
     "urdf_text",
     "write_files",
+    "write_robot_files",
     "yaml_text",
 ]

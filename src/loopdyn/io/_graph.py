@@ -969,7 +969,9 @@ def _structural_reductions(model, seed=0):
             else:  # n = w_B × u_A, the rotation axis at alignment
                 axes = np.cross(vecs[idx, 1], vecs[idx, 0])
             B = np.vstack([J[sl][idx].T for J in Js])
-            _, sv, Vt = np.linalg.svd(B, full_matrices=True)
+            # B is (3 nv) × (≤ 3): the thin SVD has the whole Vt (the full one also built
+            # a (3 nv)² U: 0.05 s per closure kind at nv = 90, 3 s of a 73-body load)
+            _, sv, Vt = np.linalg.svd(B, full_matrices=False)
             smax = sv[0] if sv.size else 0.0
             sv_full = np.zeros(idx.size)
             sv_full[: sv.size] = sv
