@@ -9,10 +9,10 @@ import loopdyn as ld
 import mechanisms as mx
 from closed_helpers import CLOSED, closed_model, consistent_state, flat_four_bar, mixed_mechanism
 from loopdyn.methods import embedding as E
+from loopdyn.methods.embedding import aggregation
 from loopdyn.topology.aggregation import (
     GROUND,
     aggregated_tree,
-    aggregation,
     aggregation_subgraph,
     merge_subgraphs,
 )

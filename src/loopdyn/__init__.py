@@ -49,6 +49,7 @@ from loopdyn.errors import (
     ActuationError,
     AssemblyError,
     BatchInterrupted,
+    FallbackWarning,
     LoopdynError,
     ModelError,
     NonUniqueWarning,
@@ -74,6 +75,7 @@ from loopdyn.methods.dynamics import (
     closure_wrenches,
     forward_dynamics,
 )
+from loopdyn.methods.embedding import aggregation
 from loopdyn.methods.sslm import GICM, gicm
 from loopdyn.model import (
     GROUND,
@@ -91,7 +93,6 @@ from loopdyn.sim.batch import simulate_batch
 from loopdyn.sim.simulate import simulate
 from loopdyn.sim.trajectory import Trajectory
 from loopdyn.sweeps import read_sweep, sweep
-from loopdyn.topology.aggregation import aggregation
 from loopdyn.topology.parallel import parallel_structure
 from loopdyn.tree.algorithms import aba, crba, nonlinear_effects, rnea
 from loopdyn.viz.html import export_html
@@ -109,6 +110,7 @@ __all__ = [
     "BatchInterrupted",
     "BatchResult",
     "Data",
+    "FallbackWarning",
     "Fixed",
     "Free",
     "LoopdynError",

@@ -40,6 +40,14 @@ class ActuationError(LoopdynError):
     """The actuators cannot produce the requested closed-loop motion."""
 
 
+class FallbackWarning(UserWarning):
+    """``ld.forward_dynamics`` (or a batch of it) handed a state the asked method could
+    not solve to the dense ``augmented`` solve: the answer is exact, but not the asked
+    method's own (``res.method`` says which method answered).  Issued once per model and
+    method, saying why the method refused; ``fallback=False`` raises a
+    :class:`SingularityError` instead."""
+
+
 class NonUniqueWarning(UserWarning):
     """The actuator forces of ``ld.inverse_dynamics`` (or of some rows of
     ``ld.inverse_dynamics_batch``) are not unique: ``[B Jᵀ] [u; λ] = M q̈ + h`` has

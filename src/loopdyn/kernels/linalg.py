@@ -124,6 +124,26 @@ def lu_solve(A, n, piv, b):
 
 
 @njit(cache=True)
+def lu_solve_transpose(A, n, piv, b):
+    """b ← A⁻ᵀ b from ``lu_inplace``'s factors (P A = L U, so Aᵀ = Uᵀ Lᵀ P): Uᵀ w = b,
+    Lᵀ z = w (unit diagonal), then the row swaps undone in reverse order."""
+    for i in range(n):  # Uᵀ w = b
+        t = b[i]
+        for k in range(i):
+            t -= A[k, i] * b[k]
+        b[i] = t / A[i, i]
+    for i in range(n - 1, -1, -1):  # Lᵀ z = w
+        t = b[i]
+        for k in range(i + 1, n):
+            t -= A[k, i] * b[k]
+        b[i] = t
+    for k in range(n - 1, -1, -1):  # Pᵀ z
+        p = piv[k]
+        if p != k:
+            b[k], b[p] = b[p], b[k]
+
+
+@njit(cache=True)
 def lu_inverse_norm_exact(A, n, piv, y):
     """‖A⁻¹‖₁ exactly, from ``lu_inplace``'s factors: the largest column sum of A⁻¹ by n
     solves (O(n³); for the small blocks whose pivots already look poor), ``y`` (n)

@@ -17,12 +17,13 @@ Speed: after the first call the method's entry is bound to the ``Data``
 (``Data.bound``); a call then costs one compiled entry plus two small allocations.
 """
 
+import warnings
 from functools import partial
 
 import numpy as np
 from numba import njit, types
 
-from loopdyn.errors import SingularityError
+from loopdyn.errors import FallbackWarning, ModelError, SingularityError
 from loopdyn.kernels.checks import STATE_OK, raise_status, state_status
 from loopdyn.kernels.linalg import cholesky_inplace, cholesky_solve, qr_lstsq
 from loopdyn.kernels.numba_internals import (
@@ -253,6 +254,7 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None, fallback
     if info is None:
         info = _all_rows(model) if method in SELF_RANKED else _redetect(model, q, d)
     used = method
+    refused = st = 0.0  # the asked method's last status, for the fallback's warning
     for attempt in range(3):
         if attempt == 2:
             if method == "augmented":
@@ -260,6 +262,7 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None, fallback
             if not fallback:
                 break
             used = "augmented"  # the dense KKT solve as the stable fallback
+            refused = st
         ukey, binder = (key, partial(rcr.bind, independent=independent)) if (
             used == method and independent is not None
         ) else (used, BINDERS[used])  # fmt: skip
@@ -289,6 +292,11 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None, fallback
             break
         if attempt == 0:
             info = _redetect(model, q, d)
+            if used == "rcr" and independent is None and st in (SINGULAR, INACCURATE):
+                try:  # loops solved one by one that need each other: merged (rcr.replan)
+                    rcr.replan(model, d, q, v, tau)
+                except (DependentRows, ModelError):  # pragma: no cover - rows re-detected
+                    pass
     if st == NONFINITE_OUTPUT:
         raise ValueError(
             f"{model.name}: the accelerations are not finite: the velocities "
@@ -315,6 +323,8 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None, fallback
         J = d.J
         lam = np.linalg.lstsq(J.T, J[info.independent].T @ lam, rcond=None)[0]
     tag = (used, info.rank, info.dropped)
+    if used != method:
+        _warn_fallback(model, method, used, refused)
     if info.dropped.size or used != method:
         bound = d.bound.pop(key, None)  # the fast path handles independent rows only
         if info.dropped.size and used != method:
@@ -331,6 +341,31 @@ def _forward_dynamics(model, q, v, tau, method, data, independent=None, fallback
 
 
 _DROPPED_KEY = "dropped rows"  # Data.bound[(_DROPPED_KEY, key)]: _dropped_fast's binding
+
+_REFUSALS = {
+    SINGULAR: "its factorisation found the system singular at this state (a pivot or "
+    "block below its tolerance)",
+    INACCURATE: "its answer missed the residual tolerance (the elimination lost accuracy)",
+    NONFINITE_OUTPUT: "its answer was not finite",
+}
+
+
+def _warn_fallback(model, method, used, st):
+    """A :class:`FallbackWarning`, once per model and method: ``method`` refused a state
+    (status ``st``) and ``used`` answered."""
+    warned = model.__dict__.setdefault("_fallback_warned", set())
+    if method in warned:
+        return
+    warned.add(method)
+    why = _REFUSALS.get(st, f"status {st:g}")
+    warnings.warn(
+        f"{model.name}: method {method!r} could not solve a state ({why}, twice, the "
+        f"closure rank re-detected between) and the dense {used!r} solve answered "
+        f"(res.method says so).  Shown once per model and method; "
+        f"fallback=False raises instead.",
+        FallbackWarning,
+        stacklevel=4,
+    )
 
 
 def _dropped_fast(model, d, fast, q, v, tau):

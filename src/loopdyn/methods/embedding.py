@@ -47,7 +47,12 @@ from functools import partial
 import numpy as np
 from numba import njit, types
 
-from loopdyn.kernels.linalg import lu_inplace, lu_inverse_norm_exact, lu_solve
+from loopdyn.kernels.linalg import (
+    lu_inplace,
+    lu_inverse_norm_exact,
+    lu_solve,
+    lu_solve_transpose,
+)
 from loopdyn.kernels.numba_internals import (
     BUF,
     IN,
@@ -88,6 +93,7 @@ from loopdyn.methods.common import (
     take_correction,
 )
 from loopdyn.model.closures import COUPLING, TRANSLATION
+from loopdyn.topology.aggregation import build_aggregation, structure
 from loopdyn.tree.aba import invert_spd_inplace
 from loopdyn.tree.rnea import rnea_from_kinematics
 
@@ -157,8 +163,6 @@ class EmbeddingPlan:
     """
 
     def __init__(self, model, rows):
-        from loopdyn.topology.aggregation import structure
-
         rows = np.asarray(rows, dtype=np.int64)
         pos = {int(r): t for t, r in enumerate(rows)}
         cuts, groups, aggregate_of = structure(model)
@@ -703,25 +707,6 @@ def aggregate_outward(m, d, ip, fw, s, qdd):
 
 
 @kernel
-def lu_solve_transpose(A, n, piv, b):
-    """b ← A⁻ᵀ b from ``lu_inplace``'s factors (P A = L U, so Aᵀ = Uᵀ Lᵀ P)."""
-    for i in range(n):  # Uᵀ w = b
-        t = b[i]
-        for k in range(i):
-            t -= A[k, i] * b[k]
-        b[i] = t / A[i, i]
-    for i in range(n - 1, -1, -1):  # Lᵀ z = w (unit diagonal)
-        t = b[i]
-        for k in range(i + 1, n):
-            t -= A[k, i] * b[k]
-        b[i] = t
-    for k in range(n - 1, -1, -1):  # Pᵀ z: the row swaps undone in reverse order
-        p = piv[k]
-        if p != k:
-            b[k], b[p] = b[p], b[k]
-
-
-@kernel
 def aggregate_multipliers(m, d, ip, fw, s, tau, qdd, lam):
     """Multipliers of aggregated body s's rows into ``lam`` (positions in ``d.rows``), and
     the relative residual of J_𝒮 θ̈_𝒮 = γ_𝒮 on those rows (the acceptance check).
@@ -1243,4 +1228,29 @@ def partition_at(model, q):
     return out
 
 
-__all__ = ["ENTRY", "EmbeddingPlan", "Partition", "bind", "partition_at", "plan_for"]
+def aggregation(model, q=None):
+    """The aggregated tree of ``model`` (Jain Sec. 4.2), with its coordinates at ``q``
+    (``ld.aggregation``).
+
+    ``q`` (default ``model.q0``) is the configuration at which each aggregated body's
+    loop Jacobian J_𝒮 is partitioned (``partition_at``): its independent rows (rank),
+    the dependent coordinates (a square, best-conditioned block Y1, found by column
+    pivoting that prefers the actuated coordinates as independent ones) and the
+    independent θ_R.  Returns a :class:`loopdyn.topology.aggregation.Aggregation`
+    (``build_aggregation``); ``print()`` it for a summary.
+    """
+    from loopdyn.validation import model_arg
+
+    model = model_arg(model)
+    return build_aggregation(model, partition_at(model, model.q0 if q is None else q))
+
+
+__all__ = [
+    "ENTRY",
+    "EmbeddingPlan",
+    "Partition",
+    "aggregation",
+    "bind",
+    "partition_at",
+    "plan_for",
+]

@@ -65,7 +65,7 @@ import numpy as np
 from numba import njit, types
 
 from loopdyn.errors import ModelError, SingularityError
-from loopdyn.kernels.linalg import lu_inplace, lu_inverse_norm_exact
+from loopdyn.kernels.linalg import lu_inplace, lu_inverse_norm_exact, lu_solve_transpose
 from loopdyn.kernels.numba_internals import (
     BUF,
     IN,
@@ -99,6 +99,7 @@ from loopdyn.methods.common import (
     take_correction,
 )
 from loopdyn.model.closures import COUPLING, TRANSLATION
+from loopdyn.topology.aggregation import structure
 
 kernel = entry  # compiled like entries: no allocation, no reference counting
 
@@ -157,10 +158,9 @@ class RcrPlan:
     left fewer dependent coordinates than rows (an invalid choice, Sec. 4.4).
     """
 
-    def __init__(self, model, rows, independent=None):
-        from loopdyn.topology.aggregation import structure
-
+    def __init__(self, model, rows, independent=None, merges=()):
         rows = np.asarray(rows, dtype=np.int64)
+        self.merges = tuple(merges)
         chosen = None if independent is None else {int(c) for c in independent}
         pos = {int(r): t for t, r in enumerate(rows)}
         cuts, groups, aggregate_of = structure(model)
@@ -178,6 +178,7 @@ class RcrPlan:
         aggb = [0]
         nflt = npiv = 0
         self.blocks = []
+        self.block_closures = []  # per block its closure indices
         for s, (bodies, parent, ix) in enumerate(groups):
             local = 0
             for kk, b in enumerate(bodies):
@@ -191,6 +192,7 @@ class RcrPlan:
                 flags[b] = (E.HAS_INNER if inner else 0) | (E.RIGID if rigid else 0)
             vcols = [int(topo[b, 3]) + c for b in bodies for c in range(topo[b, 5])]
             loops = [self._loop(model, cuts[c].index, pos, colstart) for c in sorted(ix)]
+            loops = self._premerge(model, loops, self.merges)
             ind = None if chosen is None else {c for c, vc in enumerate(vcols) if vc in chosen}
             if ind is not None:
                 coords = _coordinate_names(model)
@@ -248,6 +250,7 @@ class RcrPlan:
                 paths.extend(b["path"])
                 nslot += nind
                 npiv += mb
+                self.block_closures.append(frozenset(kc for kc, _, _ in b["closures"]))
                 self.blocks.append((
                     s, tuple(model.closures[kc] for kc, _, _ in b["closures"]),
                     tuple(vcols[c] for c in b["path"]),
@@ -352,6 +355,20 @@ class RcrPlan:
             pb.extend((j, side, len(path)))
             path.extend(int(colstart[j]) + c for c in range(topo[j, 5]))
         return dict(closures=[(k, sel, pb)], rows=sel, path=path)
+
+    @staticmethod
+    def _premerge(model, loops, merges):
+        """``loops`` with those whose closures share a set of ``merges`` (closure indices)
+        merged into one block, placed where its first loop was (``replan``)."""
+        for group in merges:
+            hit = [i for i, lp in enumerate(loops) if {kc for kc, _, _ in lp["closures"]} & group]
+            if len(hit) < 2:
+                continue
+            x = loops[hit[0]]
+            for i in hit[1:]:
+                x = RcrPlan._merge(model, x, loops[i])
+            loops = [x if i == hit[0] else lp for i, lp in enumerate(loops) if i not in hit[1:]]
+        return loops
 
     @staticmethod
     def _schedule(model, loops, ns, all_rows, ind=None, labels=None):
@@ -833,7 +850,7 @@ def loop_multipliers(m, d, ip, fw, s, tau, qdd, lam):
         # Y1ᵀ λ_i = ρ[dep]
         for jx in range(mb):
             y[jx] = rho[cols[path[cand[nind + jx]]]]
-        E.lu_solve_transpose(LU, mb, piv, y)
+        lu_solve_transpose(LU, mb, piv, y)
         for i in range(mb):
             lam[lpos[i]] = y[i]
         for p in range(npth):
@@ -1031,6 +1048,75 @@ def rcr_entry(ctx, pbuf, q, v, tau, qdd, lam):
 ENTRY = Entry(rcr_entry, types.float64, BUF, BUF, IN, IN, IN, OUT, OUT)
 
 
+def replan(model, d, q, v, tau):
+    """After a call that failed with the paper's choice of coordinates (``SINGULAR``, or
+    ``INACCURATE`` with a poorly conditioned loop; the runner's hook, rows re-detected):
+    while a loop block fails because the loops solved before it fixed coordinates it
+    needs (no well-conditioned Y1 is left among its undetermined coordinates, though the
+    rows are independent), merge it with the earlier blocks that share coordinates with
+    it, schedule again and retry.  A plan that then succeeds replaces ``d``'s cached
+    one; otherwise the cached plan is kept.  Beyond the paper (Sec. 3 chains loops that
+    share a base body one after the other; coupled loops without that structure are
+    left open, Sec. 5): the merged block is solved as one, with the same Y1, X, ζ
+    algebra (eqs. 47–55).  A block with no earlier block sharing its coordinates is a
+    singular configuration of its loop (``explain``).  Returns True if the plan
+    changed."""
+    rows = d.rows[: d.nrows]
+    key = ("rcr", rows.tobytes(), None)
+    first = plan_for(model, d)
+    if d.nrows < model.m:
+        d.ensure_dense()
+    qdd, lam = np.empty(model.nv), np.empty(max(d.nrows, 1))
+    plan = first
+    for _ in range(model.m + 1):
+        st = ENTRY.compile()(d.ctx, plan.buf, q, v, tau, qdd, lam)
+        if st > 0.0:
+            break
+        b = _worst_block(plan) if st == INACCURATE else int(plan.ip[R_FAIL])
+        if st not in (SINGULAR, INACCURATE) or b < 0:
+            break
+        s, path = plan.blocks[b][0], set(plan.blocks[b][2])
+        group = set(plan.block_closures[b])
+        for b2 in range(b):
+            if (
+                plan.blocks[b2][0] == s
+                and plan.block_closures[b2]
+                and path & set(plan.blocks[b2][2])
+            ):
+                group |= plan.block_closures[b2]
+        if len(group) == len(plan.block_closures[b]):
+            break  # nothing earlier to merge with: the loop itself is singular here
+        merges = [set(group)]
+        for g in plan.merges:  # overlapping merges become one
+            if g & merges[0]:
+                merges[0] |= g
+            else:
+                merges.append(set(g))
+        plan = RcrPlan(model, np.array(rows), None, [frozenset(g) for g in merges])
+    if plan is not first and st > 0.0:
+        d.plans[key] = plan
+        return True
+    return False
+
+
+def _worst_block(plan):
+    """The block whose Y1 (as the last call factored it) has the largest condition
+    number, if that is above 1 / ``RESELECT`` (a loop the re-selection could not make
+    well conditioned); else -1."""
+    worst, b = 1.0 / RESELECT, -1
+    ip, fw = plan.ip, plan.fw
+    for k, bt in enumerate(plan.table):
+        mb, npth, nind = int(bt[B_M]), int(bt[B_NP]), int(bt[B_NIND])
+        if mb == 0:
+            continue
+        J = fw[bt[B_J] : bt[B_J] + mb * npth].reshape(mb, npth)
+        cand = ip[ip[R_CAND] + bt[B_CAND] : ip[R_CAND] + bt[B_CAND] + bt[B_NU]]
+        c = np.linalg.cond(J[:, cand[nind:]])
+        if not c <= worst:
+            worst, b = c, k
+    return b
+
+
 def bind(model, d, independent=None):
     """The ``ld.forward_dynamics`` call of RCR on ``d`` for its current independent rows:
     ``(q, v, tau, qdd, lam) -> quality > 0 or a status < 0``.  ``independent``: the
@@ -1094,4 +1180,4 @@ def _coordinate_names(model):
     return out
 
 
-__all__ = ["ENTRY", "RcrPlan", "bind", "explain", "independent_columns", "plan_for"]
+__all__ = ["ENTRY", "RcrPlan", "bind", "explain", "independent_columns", "plan_for", "replan"]

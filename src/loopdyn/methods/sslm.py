@@ -467,6 +467,29 @@ def _inv_sym(G, go, p, W, wo):
 
 
 @njit(cache=True)
+def _scaled_rcond(G, go, p, W, wo):
+    """1 / (‖Ĝ‖₁ ‖Ĝ⁻¹‖₁) of the symmetric p × p block G[go:] (lower triangle) scaled to
+    a unit diagonal, Ĝ_rc = G_rc / √(G_rr G_cc), from its inverse W[wo:] (``_inv_sym``;
+    Ĝ⁻¹_rc = W_rc √(G_rr G_cc)): O(p²).  A lower bound of Ĝ's smallest eigenvalue
+    (‖·‖₂ <= ‖·‖₁ for a symmetric matrix, and Ĝ's largest is >= 1), hence of the
+    block's pivots over its smallest diagonal entry; 0 where the inverse is not finite."""
+    n1 = 0.0
+    n2 = 0.0
+    for c in range(p):
+        sc = np.sqrt(G[go + c * p + c])
+        t1 = 0.0
+        t2 = 0.0
+        for r in range(p):
+            s = np.sqrt(G[go + r * p + r]) * sc
+            t1 += abs(G[go + max(r, c) * p + min(r, c)]) / s
+            t2 += abs(W[wo + r * p + c]) * s
+        n1 = max(n1, t1)
+        n2 = max(n2, t2)
+    rc = 1.0 / (n1 * n2)
+    return rc if rc > 0.0 else 0.0
+
+
+@njit(cache=True)
 def gicm_assemble(ip, fw, gamma):
     """Factor the I_j, form Y_{i,j} = J_{i,j} L_j⁻¹, the GICM blocks and Ψ̄ (eqs. 19–25).
 
@@ -682,11 +705,14 @@ def gicm_solve(ip, fw):
     loop graph plus its precomputed fill).  Back: λ_k = D_k⁻¹ Ψ̃_k - Σ_a W_{a,k}ᵀ λ_a.
     Sections G and psi are overwritten, λ goes to lam (internal row order).
     Returns the pivot ratio (0: singular): the smaller of the pivot blocks' det / Π diag
-    and of min_k (det / Π diag · min diag) / max_k max diag over the pivot blocks D_k, a
-    lower bound of min/max of the LDLᵀ pivots of 𝓘 (an SPD block's pivots are at most
-    its diagonal entries, their product its determinant): as SLM's Cholesky ratio, it
-    sees pivots that spread across blocks, each block alone well conditioned (hypothesis
-    seed 20261170: 1×1 blocks, det / Π diag = 1, cond 𝓘 3e10, λ unrefined 1.2e-8 off).
+    (or, where that is below REFINE_RATIO for a block of p > 2 rows, the larger
+    reciprocal condition number of the block scaled to a unit diagonal,
+    ``_scaled_rcond``) and of min_k (that ratio · min diag) / max_k max diag over the
+    pivot blocks D_k, a lower bound of min/max of the LDLᵀ pivots of 𝓘 (an SPD block's
+    pivots are at most its diagonal entries, their product its determinant): as SLM's
+    Cholesky ratio, it sees pivots that spread across blocks, each block alone well
+    conditioned (hypothesis seed 20261170: 1×1 blocks, det / Π diag = 1, cond 𝓘 3e10,
+    λ unrefined 1.2e-8 off).
     """
     okd, ond, oud = _o(ip, _KD), _o(ip, _ND), _o(ip, _UD)
     fG, fW, fpsi = _f(ip, _G), _f(ip, _W), _f(ip, _PSI)
@@ -701,6 +727,12 @@ def gicm_solve(ip, fw):
             g = fw[fG + bo + r * p + r]
             dmin, dmax = min(dmin, g), max(dmax, g)
         rk = _inv_sym(fw, fG + bo, p, fw, fW + bo)
+        if p > 2 and 0.0 < rk < REFINE_RATIO:
+            # det / Π diag is the product of the block's p relative pivots: tiny for a
+            # well-conditioned block of many rows (a weld's 5 × 5 block of cond 8e4 gave
+            # 3e-13, and the test below refused well-conditioned states: census seed
+            # 11, issue 41); there its scaled condition number decides
+            rk = max(rk, _scaled_rcond(fw, fG + bo, p, fw, fW + bo))
         if not rk > 1e-14:
             return 0.0
         ratio = min(ratio, rk)

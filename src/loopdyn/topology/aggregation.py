@@ -27,9 +27,11 @@ and their parents, minus its root.
 
 The generic functions (:func:`aggregation_subgraph`, :func:`merge_subgraphs`,
 :func:`aggregated_tree`) work on any ``networkx.DiGraph`` tree; :func:`aggregation`
-applies them to a model and adds the coordinates: θ_𝒮 (every velocity coordinate of
-𝒮's joints), the independent θ_R and the dependent ones, chosen at a configuration
-by pivoting on the loop Jacobian (``loopdyn.methods.embedding``).
+applies them to a model (``structure``: the aggregated bodies, which the embedding and
+RCR plans are built on); ``build_aggregation`` adds the coordinates that
+``ld.aggregation`` (``loopdyn.methods.embedding.aggregation``) finds at a configuration
+by pivoting on the loop Jacobian: θ_𝒮 (every velocity coordinate of 𝒮's joints), the
+independent θ_R and the dependent ones.  This module imports no method.
 """
 
 from dataclasses import dataclass
@@ -357,22 +359,17 @@ def structure(model):
     return result
 
 
-def aggregation(model, q=None):
-    """The aggregated tree of ``model`` (Jain Sec. 4.2), with its coordinates at ``q``.
-
-    ``q`` (default ``model.q0``) is the configuration at which each aggregated body's
-    loop Jacobian J_𝒮 is partitioned: its independent rows (rank), the dependent
-    coordinates (a square, best-conditioned block Y1, found by column pivoting that
-    prefers the actuated coordinates as independent ones) and the independent θ_R.
-    Returns an :class:`Aggregation`; ``print()`` it for a summary.
+def build_aggregation(model, parts):
+    """The :class:`Aggregation` of ``model`` from ``parts``: per aggregated body (in the
+    order of ``structure``) its partition at a configuration, an object with
+    ``coordinates``, ``rows``, ``rank``, ``independent``, ``dependent`` and
+    ``condition`` (``loopdyn.methods.embedding.partition_at``, which ``ld.aggregation``
+    calls: the numbers come from the method's kernel, this layer only assembles the
+    graphs, so that it imports no method).
     """
     import networkx as nx  # lazily: networkx costs ~0.1 s at import
 
-    from loopdyn.methods.embedding import partition_at
-
     cuts, groups, aggregate_of = structure(model_arg(model))
-    q = model.q0 if q is None else q
-    parts = partition_at(model, q)
     bodies = []
     for s, (members, parent, ix) in enumerate(groups):
         part = parts[s]
@@ -421,8 +418,8 @@ __all__ = [
     "Aggregation",
     "CutEdge",
     "aggregated_tree",
-    "aggregation",
     "aggregation_subgraph",
+    "build_aggregation",
     "merge_subgraphs",
     "spanning_tree",
     "structure",
