@@ -397,8 +397,8 @@ def main(argv=None):
         r = runs[name] = optimise(problem, c0, analytic, maxiter)
         grads = f"{r.n_grad} gradient" if analytic else f"0 gradient (scipy: {r.res.njev} FD)"
         print(f"{name:>17} gradient: F = {r.F:.10g} N^2 m^2 s (start {F0:.6g}), "
-              f"{r.res.nit} iterations, {r.n_cost} cost and {grads} evaluations "
-              f"({r.n_out} trial motions outside the workspace), {r.wall:.2f} s "
+              f"{r.res.nit} iterations, {r.n_cost} cost ({r.n_out} outside the workspace) and "
+              f"{grads} evaluations, {r.wall:.2f} s "
               f"(in the cost {r.time_cost:.2f} s, in the analytic gradient {r.time_grad:.2f} s), "
               f"status {r.res.status} ({r.res.message})")  # fmt: skip
 
