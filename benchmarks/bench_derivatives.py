@@ -2,8 +2,9 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_derivatives.py            # four_bar and stewart (~30 s)
+    python benchmarks/bench_derivatives.py            # four_bar, stewart, ladders (< 1 min)
     python benchmarks/bench_derivatives.py --quick    # fewer rounds
+    python benchmarks/bench_derivatives.py --ladder 2 4 8 16 32   # other ladder sizes
 
 Per model, timed in alternation within one process (``benchmarks/timing.py``):
 ``ld.forward_dynamics_derivatives(model, q, v, tau, tangent=False)`` (q̈, λ and their
@@ -13,6 +14,10 @@ derivatives in q, v, τ), the same with the tangent-space projection, and Pinocc
 Pinocchio's, median (min–max) over the rounds.  Pinocchio's q̈ and ∂q̈/∂τ are checked
 against ours first (its ∂/∂q, ∂/∂v are of another constraint form, and disagree with
 finite differences of its own constraintDynamics on loop closures: docs/derivatives.md).
+
+Scaling: ``spatial_ladder(L)`` (nv = 3L + 2, m = 3L) for a few L, the same three timings;
+the last column is ours over nv², the output's size (flat where the cost grows as the
+output does).
 """
 
 import argparse
@@ -35,10 +40,10 @@ def _state(model, seed=0):
     return np.array(model.q0), v, tau
 
 
-def run(name, rounds):
+def run(name, rounds, **kw):
     import pinocchio as pin
 
-    model = ld.examples.get(name)
+    model = ld.examples.get(name, **kw)
     q, v, tau = _state(model)
     from loopdyn.interop.pinocchio import PinocchioExport
 
@@ -57,7 +62,8 @@ def run(name, rounds):
     pin_both()
     eq = np.abs(ex.v_from(pd.ddq) - d.qdd).max() / np.abs(d.qdd).max()
     et = np.abs(ex.matrix_from(pd.ddq_dtau) - d.dqdd_dtau).max() / np.abs(d.dqdd_dtau).max()
-    print(f"\n{name} (nv={model.nv}, m={model.m}): Pinocchio vs ours: q̈ {eq:.1e}, ∂q̈/∂τ {et:.1e}")
+    title = name + "".join(f"({v})" for v in kw.values())
+    print(f"\n{title} (nv={model.nv}, m={model.m}): Pinocchio vs ours: q̈ {eq:.1e}, ∂q̈/∂τ {et:.1e}")
     ours = lambda: ld.forward_dynamics_derivatives(model, q, v, tau, tangent=False)  # noqa: E731
     ours_t = lambda: ld.forward_dynamics_derivatives(model, q, v, tau)  # noqa: E731
     t = alternate([pin_both, ours, ours_t], rounds, min_time=0.05)
@@ -69,15 +75,24 @@ def run(name, rounds):
     for k, (what, col) in enumerate(rows):
         r = "" if col is None else f"   ratio {fmt_ratio(ratio(t, col, 0))}"
         print(f"   {what:<38}{median_us(t, k):9.1f} µs{r}")
+    return model.nv, median_us(t, 1), median_us(t, 0)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--ladder", type=int, nargs="*", default=[2, 4, 8, 16])
     p.add_argument("models", nargs="*", default=["four_bar", "stewart"])
     a = p.parse_args()
+    rounds = 5 if a.quick else 11
     for name in a.models:
-        run(name, 5 if a.quick else 11)
+        run(name, rounds)
+    rows = [(L, *run("spatial_ladder", rounds, L=L)) for L in a.ladder]
+    if rows:
+        print("\nspatial_ladder scaling (medians):")
+        print("     L   nv   ld µs   pin µs   ld µs / nv²")
+        for L, nv, ours, pin in rows:
+            print(f"   {L:3d} {nv:4d} {ours:8.1f} {pin:8.1f}   {ours / nv**2:8.3f}")
 
 
 if __name__ == "__main__":

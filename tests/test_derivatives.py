@@ -311,3 +311,44 @@ def test_pinocchio(name, kw):
     for what, got, ref in (("y", d.dqdd_dy, dy), ("ydot", d.dqdd_dydot, dyd)):
         ok, err = close(got, ref, floor=_noise(d.qdd, h=1e-3))
         assert ok, f"{name}: dqdd_d{what} off Pinocchio's finite differences by {err:.3g}"
+
+
+# --------------------------------------------------------------------------- compiled paths
+@pytest.mark.parametrize("name", ["four_bar", "stewart", "carpet_scraper", "geared_chain"])
+def test_fast_path_equals_checked_path(name):
+    """The first call takes the checked path (ld.forward_dynamics, then the kernel on its
+    q̈ and λ); later ones the one compiled call with the augmented kernel inside: the same
+    q̈ and λ as ld.forward_dynamics, the same derivatives."""
+    from loopdyn.derivatives.closed import _WORK
+
+    model = ld.examples.get(name) if name != "geared_chain" else ld.examples.get(name, N=3)
+    _WORK.pop(model, None)
+    q, v, tau = consistent_state(model, np.random.default_rng(8))
+    d1 = ld.forward_dynamics_derivatives(model, q, v, tau)
+    assert _WORK[model].fast
+    d2 = ld.forward_dynamics_derivatives(model, q, v, tau)
+    res = ld.forward_dynamics(model, q, v, tau)
+    assert np.array_equal(d2.qdd, res.qdd) and np.array_equal(d2.lam, res.lam)
+    for f in ("dqdd_dq", "dqdd_dv", "dqdd_dtau", "dlam_dq", "dlam_dv", "dlam_dtau", "dqdd_dy"):
+        a, b = getattr(d1, f), getattr(d2, f)
+        assert np.allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max(initial=1.0)), f
+
+
+def test_larger_ladder_matches_finite_differences():
+    """spatial_ladder(6): 20 coordinates, 18 rows, the KKT factored in order (sparse
+    factors) and solved for 60 right-hand sides."""
+    model = ld.examples.get("spatial_ladder", L=6)
+    q, v, tau = consistent_state(model, np.random.default_rng(12))
+    check_forward(model, q, v, tau, "spatial_ladder(6)")
+
+
+def test_inputs_as_lists_and_bad_inputs():
+    model = ld.examples.get("four_bar")
+    q, v, tau = consistent_state(model, np.random.default_rng(1))
+    d = ld.forward_dynamics_derivatives(model, q, v, tau)
+    d2 = ld.forward_dynamics_derivatives(model, list(q), list(v), list(tau))
+    assert np.allclose(d.dqdd_dq, d2.dqdd_dq, rtol=1e-13, atol=1e-13)
+    with pytest.raises(ValueError):
+        ld.forward_dynamics_derivatives(model, q, v, np.full(model.nv, np.nan))
+    with pytest.raises(ValueError):
+        ld.forward_dynamics_derivatives(model, q[:2], v, tau)

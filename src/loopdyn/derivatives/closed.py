@@ -13,8 +13,8 @@ directions, q ⊕ δ = ``ld.integrate``) and τ:
 
 ∂E1/∂q being the RNEA derivative with the closure forces as world wrenches
 f_b = Σ_r ξ_r μ_r on body b (-f_b on a) held at fixed μ but moving with q
-(``TreeTangents.forces``), and ∂E2/∂q, ∂E2/∂v the derivatives of the acceleration
-rows at fixed (v, q̈).
+(``tree.force_tangents_backward`` after ``row_tangents``), and ∂E2/∂q, ∂E2/∂v the
+derivatives of the acceleration rows at fixed (v, q̈).
 
 Every non-coupling row has a world "row wrench" ξ_r (6, about the world origin) with
 Φ̇_r = ξ_rᵀ (V_b - V_a) (V: world spatial velocities), so
@@ -22,7 +22,7 @@ Every non-coupling row has a world "row wrench" ξ_r (6, about the world origin)
     Φ̈_r = ξ_rᵀ (A_b - A_a) + ξ̇_rᵀ (V_b - V_a)                                    (D3)
 
 and its derivatives follow from those of ξ, ξ̇ and of the body motions
-(``TreeTangents``).  Translation row (u fixed in frame A, p_B frame B's origin):
+(``tree.world_tangents``).  Translation row (u fixed in frame A, p_B frame B's origin):
 ξ = [p_B × u; u].  Dot-product row Φ = u_A·w_B: ξ = [w × u; 0].
 
 Row forms.  Off the constraint manifold (a q perturbation at fixed v is not a
@@ -39,16 +39,47 @@ state is required (``AssemblyError`` otherwise).  A ``ROT_LOG`` row of a closure
 leaves the relative rotation free (a generic closure with one rotation axis in 3D:
 there θ̇ ≠ 0 and T̈ = -θ̇²/3 ≠ 0) is refused with a ``ModelError``.  Translation,
 dot-product and coupling rows are differentiated exactly at any state.
+
+Compiled (numba): one entry, ``derivatives_entry``, runs the kinematics, the mass
+matrix, the tangent recursions of ``loopdyn.derivatives.tree``, the rows' tangents
+(``row_tangents``) and the KKT solve (``kkt_solve``: LU with partial pivoting of the
+scaled matrix, all 3 nv right-hand sides at once, ``linalg.lu_solve_rows``) on a
+Data of the model (its dense blocks) and the derivatives' own workspace buffer,
+without allocation; a status says when it stopped (singular KKT matrix, a state off
+the manifold), and only a finished call's numbers are returned.
 """
 
+import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit, types
 
-from loopdyn.derivatives.tree import TreeTangents
+from loopdyn.derivatives.tree import (
+    add6,
+    allocate_workspace,
+    dot6,
+    force_tangents_backward,
+    inertial_forces,
+    tangent_views,
+    world_tangents,
+)
 from loopdyn.errors import AssemblyError, ModelError, SingularityError
-from loopdyn.kinematics.closures import evaluate
-from loopdyn.model.closures import COUPLING, ROT_DOT, ROT_HINGE, ROT_LOG, TRANSLATION
+from loopdyn.kernels.checks import STATE_OK, all_finite, raise_status, state_status
+from loopdyn.kernels.linalg import (
+    lu_inplace,
+    lu_inverse_norm,
+    lu_nopivot_inplace,
+    lu_solve_rows,
+)
+from loopdyn.kernels.numba_internals import BUF, IN, OUT, OUT2, Entry, as_input, entry, unliteral
+from loopdyn.kernels.views import handles
+from loopdyn.kinematics.closures import constraint_kernel, evaluate
+from loopdyn.methods.augmented import augmented_kernel
+from loopdyn.methods.dynamics import forward_dynamics
+from loopdyn.model.closures import COUPLING, ROT_DOT, ROT_LOG, TRANSLATION
+from loopdyn.tree.crba import crba_from_poses
 from loopdyn.validation import configuration, model_arg, vector
 
 # a state is on the manifold for the hinge / log rows' derivatives (module doc) when
@@ -57,130 +88,505 @@ from loopdyn.validation import configuration, model_arg, vector
 MANIFOLD_TOL = 1e-7
 # 1 / (estimated condition of the KKT matrix) below which (D2) is singular
 KKT_RCOND = 1e-14
+# the spread of the in-order elimination's pivots (``kkt_solve``) beyond which it is
+# done again with partial pivoting
+NOPIV_RATIO = 1e-10
+# statuses of derivatives_entry besides kernels.checks' STATE_* (> 0: 1 / cond, done)
+SINGULAR = -1.0
+NONFINITE_OUTPUT = -2.0
+OFF_MANIFOLD = -6.0
+FD_FAILED = -7.0
 
 
-def _frame(model, tt, k, side):
-    """(body index (nb: ground), R, p) of closure k's frame ``side`` in the world."""
-    b = int(model.cl_body[k, side])
-    X = np.asarray(model.cl_X[k, side])
-    if b < 0:
-        return tt.nb, X[:3].copy(), X[3].copy()
-    return b, tt.R[b] @ X[:3], tt.p[b] + tt.R[b] @ X[3]
+# ---------------------------------------------------------------- compiled kernels
+@njit(cache=True, inline="always")
+def cr3(a, b):
+    """a × b of the first three entries of a and b (array rows or tuples)."""
+    return (
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    )
 
 
-def _row_terms(model, r):
-    """The elementary terms of non-coupling row r: ("t", u) or a list of ("d", s, u, w)
-    dot products s u_A·w_B (u in frame A, w in frame B), module doc."""
-    kind, form = int(model.row_int[r, 1]), int(model.row_int[r, 2])
-    u, w = np.asarray(model.row_vec[r, 0]), np.asarray(model.row_vec[r, 1])
-    if kind == TRANSLATION:
-        return [("t", 1.0, u, None)]
-    if form in (ROT_DOT, ROT_HINGE):
-        return [("d", 1.0, u, w)]
-    e = np.cross(w, u)  # the log row's axis (kinematics.closures._log_rows)
-    I3 = np.eye(3)
-    return [("d", 0.5, np.cross(e, I3[i]), I3[i]) for i in range(3)]
+@njit(cache=True, inline="always")
+def _axis(j, e0, e1, e2):
+    """(e × i_j, i_j): the j-th term u, w of a log row of axis e (module doc)."""
+    if j == 0:
+        return (0.0, e2, -e1), (1.0, 0.0, 0.0)
+    if j == 1:
+        return (-e2, 0.0, e0), (0.0, 1.0, 0.0)
+    return (e1, -e0, 0.0), (0.0, 0.0, 1.0)
 
 
-class RowTangents:
-    """For rows ``rows``: J (r × nv), ∂Φ̈/∂q, ∂Φ̈/∂v (r × nv) at fixed (v, q̈) (D3),
-    ∂Φ̇/∂q (r × nv) at fixed v, and the row wrenches ξ (r, 6), ∂ξ/∂q (r, nv, 6) with
-    their bodies (a, b) (nb: the ground; -1 for a coupling row)."""
+@njit(cache=True)
+def _row_terms(m, d, w, row, k, ga, gb):
+    """The world vectors of row ``row``'s terms into ``w.trm[j]`` (u, u̇, w, ẇ, ṗ_B) and
+    its wrench ξ and ξ̇ into ``w.W[0]``, ``w.W[1]``; returns (number of terms, their
+    scale s, translation?).  A translation row is one term (u; p_B), a dot-product row
+    (``ROT_DOT``, ``ROT_HINGE``) one s u_A·w_B, a ``ROT_LOG`` row three (module doc)."""
+    kind, form = m.row_int[row, 1], m.row_int[row, 2]
+    RA, RB, pB = d.cw[k, 0:3], d.cw[k, 4:7], d.cw[k, 7]
+    V, trm, xi, xid = w.V, w.trm, w.W[0], w.W[1]
+    wa, wb = V[ga], V[gb]
+    is_t = kind == TRANSLATION
+    u0, w0 = m.row_vec[row, 0], m.row_vec[row, 1]
+    nt, s = 1, 1.0
+    e0, e1, e2 = cr3(w0, u0)  # a log row's axis e = w × u
+    if not is_t and form == ROT_LOG:
+        nt, s = 3, 0.5
+    for r in range(6):
+        xi[r] = 0.0
+        xid[r] = 0.0
+    for j in range(nt):
+        if nt == 3:
+            a, b = _axis(j, e0, e1, e2)
+        else:
+            a, b = (u0[0], u0[1], u0[2]), (w0[0], w0[1], w0[2])
+        t = trm[j]
+        for r in range(3):
+            t[0, r] = RA[r, 0] * a[0] + RA[r, 1] * a[1] + RA[r, 2] * a[2]  # u = R_A u0
+            t[2, r] = RB[r, 0] * b[0] + RB[r, 1] * b[1] + RB[r, 2] * b[2]  # w = R_B w0
+        ud = cr3(wa, t[0])
+        wd = cr3(wb, t[2])
+        for r in range(3):
+            t[1, r] = ud[r]
+            t[3, r] = wd[r]
+        if is_t:
+            # ξ = [p_B × u; u], ξ̇ = [ṗ_B × u + p_B × u̇; u̇], ṗ_B = v_b + ω_b × p_B
+            x = cr3(wb, pB)
+            for r in range(3):
+                t[4, r] = wb[3 + r] + x[r]
+            pu = cr3(pB, t[0])
+            a1 = cr3(t[4], t[0])
+            a2 = cr3(pB, ud)
+            for r in range(3):
+                xi[r] += pu[r]
+                xi[3 + r] += t[0, r]
+                xid[r] += a1[r] + a2[r]
+                xid[3 + r] += ud[r]
+        else:
+            # ξ = s [w × u; 0], ξ̇ = s [ẇ × u + w × u̇; 0]
+            a1 = cr3(t[2], t[0])
+            a2 = cr3(wd, t[0])
+            a3 = cr3(t[2], ud)
+            for r in range(3):
+                xi[r] += s * a1[r]
+                xid[r] += s * (a2[r] + a3[r])
+    return nt, s, is_t
 
-    def __init__(self, model, tt, rows, tv=None):
-        n = tt.n
-        r = len(rows)
-        self.J = np.zeros((r, n))
-        self.gq, self.gv, self.hq = np.zeros((r, n)), np.zeros((r, n)), np.zeros((r, n))
-        self.xi, self.dxi = np.zeros((r, 6)), np.zeros((r, n, 6))
-        self.body = -np.ones((r, 2), dtype=np.int64)
-        self.hq_other = None if tv is None else np.zeros((r, n))
-        log_checked = set()
-        for t, row in enumerate(rows):
-            k, kind = int(model.row_int[row, 0]), int(model.row_int[row, 1])
-            if kind == COUPLING:
-                ratio = model.row_vec[row, 0, 0]
-                self.J[t, model.row_int[row, 3]] += 1.0
-                self.J[t, model.row_int[row, 2]] -= ratio
+
+@njit(cache=True)
+def row_tangents(m, d, w, mu, B):
+    """For the kept rows t (``d.rows[:r]``), from ``world_tangents``: ``w.Jk[t]`` (J's
+    row), B[n + t, :n] = ∂Φ̈/∂q and B[n + t, n:2n] = ∂Φ̈/∂v at fixed (v, q̈) by (D3),
+    ``w.hq[t]`` = ∂(J v)/∂q at fixed v; the rows' forces μ as world wrenches
+    ξ μ on body b (-ξ μ on a) subtracted from ``w.F`` and their q-derivatives at fixed
+    μ from ``w.dFq`` (a coupling row's force is a constant joint force: none)."""
+    nb, n, r = m.nb, m.nv, d.nrows
+    V, A, eta, dVq, dAq, dVv, dAv = w.V, w.A, w.eta, w.dVq, w.dAq, w.dVv, w.dAv
+    mark, sup = w.mark, w.sup
+    xi, xid = w.W[0], w.W[1]
+    dxi, dxq, dxv = w.ds[0], w.ds[1], w.ds[2]
+    for t in range(r):
+        row = d.rows[t]
+        k, kind = m.row_int[row, 0], m.row_int[row, 1]
+        for dd in range(n):
+            B[n + t, dd] = 0.0
+            B[n + t, n + dd] = 0.0
+            w.hq[t, dd] = 0.0
+            w.Jk[t, dd] = 0.0
+        if kind == COUPLING:
+            w.Jk[t, m.row_int[row, 3]] += 1.0
+            w.Jk[t, m.row_int[row, 2]] -= m.row_vec[row, 0, 0]
+            continue
+        a, b = m.cl_body[k, 0], m.cl_body[k, 1]
+        ga = nb if a < 0 else a
+        gb = nb if b < 0 else b
+        nt, s, is_t = _row_terms(m, d, w, row, k, ga, gb)
+        pB, wa, wb = d.cw[k, 7], V[ga], V[gb]
+        dV = (
+            V[gb, 0] - V[ga, 0],
+            V[gb, 1] - V[ga, 1],
+            V[gb, 2] - V[ga, 2],
+            V[gb, 3] - V[ga, 3],
+            V[gb, 4] - V[ga, 4],
+            V[gb, 5] - V[ga, 5],
+        )
+        dA = (
+            A[gb, 0] - A[ga, 0],
+            A[gb, 1] - A[ga, 1],
+            A[gb, 2] - A[ga, 2],
+            A[gb, 3] - A[ga, 3],
+            A[gb, 4] - A[ga, 4],
+            A[gb, 5] - A[ga, 5],
+        )
+        mt = mu[t]
+        # the directions moving a (bit 1) or b (bit 2); a body a direction does not move
+        # reads the ground's zero tangents (index nb)
+        for dd in range(n):
+            mark[dd] = 0
+        for kk in range(w.nsup[ga]):
+            mark[sup[ga, kk]] |= 1
+        for kk in range(w.nsup[gb]):
+            mark[sup[gb, kk]] |= 2
+        for dd in range(n):
+            if mark[dd] == 0:
                 continue
-            a, RA, _ = _frame(model, tt, k, 0)
-            b, RB, pB = _frame(model, tt, k, 1)
-            is_log = int(model.row_int[row, 2]) == ROT_LOG and kind != TRANSLATION
-            if is_log and k not in log_checked:
-                log_checked.add(k)
-                _check_log_closure(model, k)
-            self.body[t] = (a, b)
-            xi, dxi, xid, dxid_q, dxid_v = self._wrench(model, tt, row, a, b, RA, RB, pB)
-            dV = tt.V[b] - tt.V[a]
-            dA = tt.A[b] - tt.A[a]
-            ddVq, ddAq = tt.dVq[b] - tt.dVq[a], tt.dAq[b] - tt.dAq[a]
-            ddVv, ddAv = tt.dVv[b] - tt.dVv[a], tt.dAv[b] - tt.dAv[a]
-            self.xi[t], self.dxi[t] = xi, dxi
-            self.J[t] = (tt.eta[b] - tt.eta[a]) @ xi
-            # (D3) and its derivatives
-            self.gq[t] = dxi @ dA + ddAq @ xi + dxid_q @ dV + ddVq @ xid
-            self.gv[t] = ddAv @ xi + dxid_v @ dV + ddVv @ xid
-            self.hq[t] = dxi @ dV + ddVq @ xi
-            if tv is not None:  # ∂(J y)/∂q for the velocity y of the tangents ``tv``
-                self.hq_other[t] = dxi @ (tv.V[b] - tv.V[a]) + (tv.dVq[b] - tv.dVq[a]) @ xi
+            ta = ga if mark[dd] & 1 else nb
+            tb = gb if mark[dd] & 2 else nb
+            ea, eb = eta[ta, dd], eta[tb, dd]
+            for x in range(6):
+                dxi[x] = 0.0
+                dxq[x] = 0.0
+                dxv[x] = 0.0
+            for j in range(nt):
+                tm = w.trm[j]
+                u, ud = tm[0], tm[1]
+                du = cr3(ea, u)
+                x1 = cr3(dVq[ta, dd], u)
+                x2 = cr3(wa, du)
+                dudq = (x1[0] + x2[0], x1[1] + x2[1], x1[2] + x2[2])
+                dudv = cr3(dVv[ta, dd], u)
+                if is_t:
+                    pd = tm[4]
+                    x1 = cr3(eb, pB)
+                    dp = (eb[3] + x1[0], eb[4] + x1[1], eb[5] + x1[2])
+                    x1 = cr3(dVq[tb, dd], pB)
+                    x2 = cr3(wb, dp)
+                    dpdq = (
+                        dVq[tb, dd, 3] + x1[0] + x2[0],
+                        dVq[tb, dd, 4] + x1[1] + x2[1],
+                        dVq[tb, dd, 5] + x1[2] + x2[2],
+                    )
+                    x1 = cr3(dVv[tb, dd], pB)
+                    dpdv = (dVv[tb, dd, 3] + x1[0], dVv[tb, dd, 4] + x1[1], dVv[tb, dd, 5] + x1[2])
+                    y1, y2 = cr3(dp, u), cr3(pB, du)
+                    z1, z2, z3, z4 = cr3(dpdq, u), cr3(pd, du), cr3(dp, ud), cr3(pB, dudq)
+                    v1, v2 = cr3(dpdv, u), cr3(pB, dudv)
+                    for x in range(3):
+                        dxi[x] += y1[x] + y2[x]
+                        dxi[3 + x] += du[x]
+                        dxq[x] += z1[x] + z2[x] + z3[x] + z4[x]
+                        dxq[3 + x] += dudq[x]
+                        dxv[x] += v1[x] + v2[x]
+                        dxv[3 + x] += dudv[x]
+                else:
+                    wv, wd = tm[2], tm[3]
+                    dw = cr3(eb, wv)
+                    x1 = cr3(dVq[tb, dd], wv)
+                    x2 = cr3(wb, dw)
+                    dwdq = (x1[0] + x2[0], x1[1] + x2[1], x1[2] + x2[2])
+                    dwdv = cr3(dVv[tb, dd], wv)
+                    y1, y2 = cr3(dw, u), cr3(wv, du)
+                    z1, z2, z3, z4 = cr3(dwdq, u), cr3(wd, du), cr3(dw, ud), cr3(wv, dudq)
+                    v1, v2 = cr3(dwdv, u), cr3(wv, dudv)
+                    for x in range(3):
+                        dxi[x] += s * (y1[x] + y2[x])
+                        dxq[x] += s * (z1[x] + z2[x] + z3[x] + z4[x])
+                        dxv[x] += s * (v1[x] + v2[x])
+            # (D3): Φ̈ = ξᵀ ΔA + ξ̇ᵀ ΔV differentiated; J = ξᵀ Δη; ∂(J v)/∂q = ∂(ξᵀ ΔV)/∂q
+            B[n + t, dd] = (
+                dot6(dxi, dA)
+                + (dot6(dAq[tb, dd], xi) - dot6(dAq[ta, dd], xi))
+                + dot6(dxq, dV)
+                + (dot6(dVq[tb, dd], xid) - dot6(dVq[ta, dd], xid))
+            )
+            B[n + t, n + dd] = (
+                (dot6(dAv[tb, dd], xi) - dot6(dAv[ta, dd], xi))
+                + dot6(dxv, dV)
+                + (dot6(dVv[tb, dd], xid) - dot6(dVv[ta, dd], xid))
+            )
+            w.hq[t, dd] = dot6(dxi, dV) + (dot6(dVq[tb, dd], xi) - dot6(dVq[ta, dd], xi))
+            w.Jk[t, dd] = dot6(eb, xi) - dot6(ea, xi)
+            if b >= 0:
+                add6(w.dFq[b, dd], -mt, dxi)
+            if a >= 0:
+                add6(w.dFq[a, dd], mt, dxi)
+        if b >= 0:
+            add6(w.F[b], -mt, xi)
+        if a >= 0:
+            add6(w.F[a], mt, xi)
 
-    @staticmethod
-    def _wrench(model, tt, row, a, b, RA, RB, pB):
-        """ξ, ∂ξ/∂q, ξ̇, ∂ξ̇/∂q, ∂ξ̇/∂v of row ``row`` (world axes, world origin)."""
-        n = tt.n
-        wa, wb = tt.V[a, :3], tt.V[b, :3]
-        ea, eb = tt.eta[a, :, :3], tt.eta[b, :, :3]  # rotations of the frames per direction
-        dwa_q, dwb_q = tt.dVq[a, :, :3], tt.dVq[b, :, :3]
-        dwa_v, dwb_v = tt.dVv[a, :, :3], tt.dVv[b, :, :3]
-        xi, dxi = np.zeros(6), np.zeros((n, 6))
-        xid, dxid_q, dxid_v = np.zeros(6), np.zeros((n, 6)), np.zeros((n, 6))
-        cr = np.cross
-        for what, s, u0, w0 in _row_terms(model, row):
-            u = RA @ u0
-            du = cr(ea, u)
-            ud = cr(wa, u)
-            dud_q = cr(dwa_q, u) + cr(wa, du)
-            dud_v = cr(dwa_v, u)
-            if what == "t":
-                dp = tt.eta[b, :, 3:] + cr(eb, pB)
-                pd = tt.V[b, 3:] + cr(wb, pB)
-                dpd_q = tt.dVq[b, :, 3:] + cr(dwb_q, pB) + cr(wb, dp)
-                dpd_v = tt.dVv[b, :, 3:] + cr(dwb_v, pB)
-                xi[:3] += cr(pB, u)
-                xi[3:] += u
-                dxi[:, :3] += cr(dp, u) + cr(pB, du)
-                dxi[:, 3:] += du
-                xid[:3] += cr(pd, u) + cr(pB, ud)
-                xid[3:] += ud
-                dxid_q[:, :3] += cr(dpd_q, u) + cr(pd, du) + cr(dp, ud) + cr(pB, dud_q)
-                dxid_q[:, 3:] += dud_q
-                dxid_v[:, :3] += cr(dpd_v, u) + cr(pB, dud_v)
-                dxid_v[:, 3:] += dud_v
-            else:
-                w = RB @ w0
-                dw = cr(eb, w)
-                wd = cr(wb, w)
-                dwd_q = cr(dwb_q, w) + cr(wb, dw)
-                dwd_v = cr(dwb_v, w)
-                xi[:3] += s * cr(w, u)
-                dxi[:, :3] += s * (cr(dw, u) + cr(w, du))
-                xid[:3] += s * (cr(wd, u) + cr(w, ud))
-                dxid_q[:, :3] += s * (cr(dwd_q, u) + cr(wd, du) + cr(dw, ud) + cr(w, dud_q))
-                dxid_v[:, :3] += s * (cr(dwd_v, u) + cr(w, dud_v))
-        return xi, dxi, xid, dxid_q, dxid_v
+
+@njit(cache=True)
+def _kkt_matrix(m, d, w):
+    """w.K (leading n + r block) = [M, -J_kᵀ S; S J_k, 0] with J_k's rows scaled by powers
+    of two S (``w.sc``; exact: the augmented method's scaling); returns ‖K‖₁."""
+    n, r = m.nv, d.nrows
+    K, M, Jk, sc = w.K, w.M, w.Jk, w.sc
+    for i in range(n):
+        for j in range(n):
+            K[i, j] = M[i, j]
+    for t in range(r):
+        jm = 0.0
+        for j in range(n):
+            jm = max(jm, abs(Jk[t, j]))
+        s = math.ldexp(1.0, -max(math.frexp(jm)[1], -1000))
+        sc[t] = s
+        for j in range(n):
+            K[n + t, j] = s * Jk[t, j]
+            K[j, n + t] = -s * Jk[t, j]
+        for j in range(r):
+            K[n + t, n + j] = 0.0
+    knorm = 0.0
+    for j in range(n + r):
+        x = 0.0
+        for i in range(n + r):
+            x += abs(K[i, j])
+        knorm = max(knorm, x)
+    return knorm
 
 
-def _check_log_closure(model, k):
-    """``ModelError`` for log rows of closure k that leave the relative rotation free
-    (module doc): they must lock it (three rotation rows, or a planar model's one)."""
-    rows = np.flatnonzero((model.row_int[:, 0] == k) & (model.row_int[:, 1] != TRANSLATION))
-    if rows.size == 3 or model.planar:
-        return
-    raise ModelError(
+@njit(cache=True)
+def _factor_rcond(w, k, knorm, pivoting):
+    """LU of w.K's leading k block (``lu_nopivot_inplace`` or, with ``pivoting``,
+    ``lu_inplace``) and 1 / its estimated condition ‖K‖₁ ‖U⁻¹‖₁ (0 for a zero pivot)."""
+    ratio = lu_inplace(w.K, k, w.piv) if pivoting else lu_nopivot_inplace(w.K, k, w.piv)
+    if not ratio > 0.0:
+        return 0.0
+    return 1.0 / (knorm * lu_inverse_norm(w.K, k, w.kw)) if k > 0 else 1.0
+
+
+@njit(cache=True)
+def kkt_solve(m, d, w, B):
+    """(D2): B ← [M, -J_kᵀ; J_k, 0]⁻¹ B, the right-hand sides -[∂E/∂q, ∂E/∂v] already in
+    B's first 2 nv columns, [I; 0] (τ) put in the last nv; rows scaled (``_kkt_matrix``)
+    and the multipliers' rows of the solution scaled back.
+
+    Factored in order, q first, without row exchanges (``lu_nopivot_inplace``: M's
+    pivots, then those of -J M⁻¹ Jᵀ; the factors keep the sparsity of the mechanism's
+    graph, O(nv²) for the whole solve on a ladder, where partial pivoting filled them);
+    where that elimination's pivots spread beyond ``NOPIV_RATIO`` or its condition
+    estimate is below ``KKT_RCOND``, again with partial pivoting (``lu_inplace``), whose
+    estimate decides.  All 3 nv right-hand sides at once (``lu_solve_rows``).  Returns
+    1 / (the estimated condition of the scaled matrix), or ``SINGULAR`` if it is below
+    ``KKT_RCOND``."""
+    n, r = m.nv, d.nrows
+    k = n + r
+    nc = B.shape[1]
+    for i in range(k):
+        for c in range(2 * n):
+            B[i, c] = -B[i, c]
+        for c in range(n):
+            B[i, 2 * n + c] = 1.0 if i == c else 0.0
+    knorm = _kkt_matrix(m, d, w)
+    rc = _factor_rcond(w, k, knorm, unliteral(False))
+    # the no-pivot pivots' spread bounds the growth of the elimination's factors
+    umin, umax = 1e300, 0.0
+    for i in range(k):
+        umin = min(umin, abs(w.K[i, i]))
+        umax = max(umax, abs(w.K[i, i]))
+    if not (rc > KKT_RCOND and umin > NOPIV_RATIO * umax):
+        _kkt_matrix(m, d, w)
+        rc = _factor_rcond(w, k, knorm, unliteral(True))
+    w.diag[2] = rc
+    if not rc > KKT_RCOND:
+        return SINGULAR
+    for t in range(r):
+        for c in range(nc):
+            B[n + t, c] *= w.sc[t]
+    lu_solve_rows(w.K, k, w.piv, B)
+    for t in range(r):
+        for c in range(nc):
+            B[n + t, c] *= w.sc[t]
+    for i in range(k):
+        if not all_finite(B[i]):
+            return NONFINITE_OUTPUT
+    return rc
+
+
+@njit(cache=True)
+def off_manifold(m, d, w, v, size):
+    """True where Φ or J v exceed ``MANIFOLD_TOL`` (module doc) at the state in ``d``
+    (``d.Phi``, ``d.J`` of every row); their sizes into ``w.diag[0:2]``."""
+    ephi, ev, jmax, vmax = 0.0, 0.0, 1e-300, 1.0
+    for j in range(m.nv):
+        vmax = max(vmax, abs(v[j]))
+    for rr in range(m.nr):
+        ephi = max(ephi, abs(d.Phi[rr]))
+        x = 0.0
+        for j in range(m.nv):
+            x += d.J[rr, j] * v[j]
+            jmax = max(jmax, abs(d.J[rr, j]))
+        ev = max(ev, abs(x))
+    w.diag[0], w.diag[1] = ephi, ev
+    return ephi > MANIFOLD_TOL * size or ev > MANIFOLD_TOL * jmax * vmax
+
+
+# derivatives_entry's modes
+GIVEN, GIVEN_SOLVE, AUGMENTED_SOLVE = 0, 1, 2
+
+
+@entry
+def derivatives_entry(ctx, wb, q, v, tau, qdd, mu, size, mode, B):
+    """The derivatives at (q, v, q̈) with the multipliers ``mu`` of the rows ``d.rows``
+    (r of them) into ``B`` ((nv + r) × 3 nv).  ``mode``: ``GIVEN``, q̈ and μ given,
+    B = [∂E1/∂q, ∂E1/∂v, M] over [∂E2/∂q, ∂E2/∂v, J_k] (D1); ``GIVEN_SOLVE``, q̈ and μ
+    given, B = [∂q̈/∂q, ∂q̈/∂v, ∂q̈/∂τ] over [∂μ/∂q, ∂μ/∂v, ∂μ/∂τ] (D2);
+    ``AUGMENTED_SOLVE``: q̈ and μ first computed into ``qdd`` and ``mu`` by the augmented
+    method's kernel at τ (``augmented_kernel``, on the same rows: the numbers of
+    ``ld.forward_dynamics(method="augmented")``), whose kinematics, J and M are then
+    reused, then as ``GIVEN_SOLVE``.  ``size`` > 0: check that the state is on the
+    manifold at that model size (``off_manifold``).  Returns > 0 (solving: 1 / the KKT
+    matrix's estimated condition), or a status < 0 (``FD_FAILED``: the augmented kernel
+    refused the state; the caller takes the checked path)."""
+    m, d = handles(ctx)
+    n = m.nv
+    st = state_status(m, q, v, tau, n, n)
+    if st != STATE_OK:
+        return float(st)
+    if qdd.shape[0] != n or mu.shape[0] != d.nrows:
+        return float(-4)
+    if B.shape[0] != n + d.nrows or B.shape[1] != 3 * n:
+        return float(-4)
+    w = tangent_views(wb, m.nb, n, m.nr)
+    if mode == AUGMENTED_SOLVE:
+        if not augmented_kernel(m, d, q, v, tau, qdd, mu) > 0.0:
+            return FD_FAILED
+        for i in range(n):
+            for j in range(n):
+                w.M[i, j] = d.M[i, j]
+    else:
+        if not (all_finite(qdd) and all_finite(mu)):
+            return float(-3)
+        constraint_kernel(m, d, q, v[:0], unliteral(True))
+        crba_from_poses(m, d, w.M)
+    if size > 0.0 and off_manifold(m, d, w, v, size):
+        return OFF_MANIFOLD
+    world_tangents(m, d, w, v, as_input(qdd))
+    inertial_forces(m, w)
+    row_tangents(m, d, w, mu, B)
+    force_tangents_backward(m, w, B)
+    if mode != GIVEN:
+        return kkt_solve(m, d, w, B)
+    for i in range(n):
+        for j in range(n):
+            B[i, 2 * n + j] = w.M[i, j]
+    for t in range(d.nrows):
+        for j in range(n):
+            B[n + t, 2 * n + j] = w.Jk[t, j]
+    return 1.0
+
+
+ENTRY = Entry(
+    derivatives_entry,
+    types.float64,
+    BUF,
+    BUF,
+    IN,
+    IN,
+    IN,
+    OUT,
+    OUT,
+    types.float64,
+    types.int64,
+    OUT2,
+)
+
+
+# ---------------------------------------------------------------- Python side
+class _Work:
+    """A model's derivative workspace: a dense ``Data`` (its own: the rows it uses are
+    the derivatives'), the tangents' buffer, and what the model's rows need: the model
+    size, per row whether its derivative needs a consistent state (hinge / log rows)
+    and the message of a log row that cannot be differentiated (``_log_refusal``)."""
+
+    def __init__(self, model):
+        self.data = model.create_data().ensure_dense()
+        self.buf, self.views = allocate_workspace(model.nbodies, model.nv, model.m)
+        self.size = max(1.0, float(np.abs(model.jgeom[:, 3]).max(initial=0.0)))
+        ri = np.asarray(model.row_int)
+        kinds, forms = ri[:, 1], ri[:, 2]
+        self.needs = (kinds != TRANSLATION) & (kinds != COUPLING) & (forms != ROT_DOT)
+        self.refusal = [_log_refusal(model, r) for r in range(model.m)]
+        self.all_rows = np.arange(model.m, dtype=np.int64)
+        self.rows = self.all_rows
+        self.all_size = self._size(self.all_rows)
+        self.entry = ENTRY.compile()
+        self.zeros = np.zeros(model.nv)
+        # the fast path (augmented inside the entry, every row) is taken once the checked
+        # path saw ld.forward_dynamics keep every row (``forward_dynamics_derivatives``)
+        self.fast = False
+
+    def _size(self, rows):
+        for r in rows:
+            if self.refusal[r]:
+                raise ModelError(self.refusal[r])
+        return self.size if bool(np.any(self.needs[rows])) else 0.0
+
+    def use(self, rows):
+        """Make ``rows`` the kept rows; returns the manifold check's size (0: none)."""
+        if rows is not self.rows:
+            if not np.array_equal(rows, self.rows):
+                self.data.set_rows(rows)
+            self.rows = rows
+        return self.all_size if rows is self.all_rows else self._size(rows)
+
+
+_WORK = weakref.WeakKeyDictionary()
+_NO_MU = np.zeros(0)
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+def _work(model):
+    wk = _WORK.get(model)
+    if wk is None:
+        wk = _WORK[model] = _Work(model)
+    return wk
+
+
+def _log_refusal(model, r):
+    """The ``ModelError`` message for row r if it is a log row of a closure that leaves
+    its frames free to turn (module doc: three rotation rows, or a planar model's one,
+    lock the relative rotation), else ''."""
+    ri = np.asarray(model.row_int)
+    if ri[r, 1] == TRANSLATION or ri[r, 2] != ROT_LOG:
+        return ""
+    k = ri[r, 0]
+    rot = np.flatnonzero((ri[:, 0] == k) & (ri[:, 1] != TRANSLATION))
+    if rot.size == 3 or model.planar:
+        return ""
+    return (
         f"{model.name}: closure {model.closures[k]!r} leaves its frames free to turn "
-        f"({rows.size} rotation row of the log map in 3D): the derivatives of such rows are "
+        f"({rot.size} rotation row of the log map in 3D): the derivatives of such rows are "
         "not implemented (a generic closure with one rotation axis)"
     )
+
+
+def _run(model, wk, q, v, qdd, rows, mu, solve, check=True):
+    """``derivatives_entry`` on the rows ``rows`` with q̈ and multipliers ``mu`` given:
+    B, or the error its status names."""
+    n = model.nv
+    size = wk.use(rows)
+    if not check:
+        size = 0.0
+    B = np.empty((n + rows.size, 3 * n))
+    qdd = np.ascontiguousarray(qdd, dtype=float)
+    mu = np.ascontiguousarray(mu, dtype=float)
+    mode = GIVEN_SOLVE if solve else GIVEN
+    st = wk.entry(wk.data.ctx, wk.buf, q, v, wk.zeros, qdd, mu, size, mode, B)
+    if st > 0.0:
+        return B
+    diag = wk.views["diag"]
+    if st == OFF_MANIFOLD:
+        raise AssemblyError(
+            f"{model.name}: derivatives of its hinge / log closure rows need a consistent state "
+            f"(|Φ| = {diag[0]:.3g}, |J v| = {diag[1]:.3g}); use ld.assemble and "
+            "ld.complete_velocity"
+        )
+    if st == SINGULAR:
+        if rows.size == 0:
+            raise SingularityError(f"{model.name}: the mass matrix is singular here")
+        raise SingularityError(
+            f"{model.name}: the KKT matrix [M -Jᵀ; J 0] is singular here (1/cond = "
+            f"{diag[2]:.2g}): a singular configuration of the mechanism, the derivatives do "
+            "not exist"
+        )
+    if st == NONFINITE_OUTPUT:
+        raise SingularityError(f"{model.name}: the derivatives are not finite here")
+    raise_status(model, int(st), "q, v, the accelerations or multipliers")
+    raise ValueError(f"{model.name}: the derivatives' inputs have wrong shapes")  # pragma: no cover
 
 
 def _check_constant_rank(model, q, rank):
@@ -207,73 +613,6 @@ def _check_constant_rank(model, q, rank):
         )
 
 
-def _closure_wrenches(tt, rt, mu):
-    """World wrenches (nb, 6) of the rows' forces μ on the bodies and their q-derivatives
-    (nb, nv, 6) at fixed μ (coupling rows are joint forces: constant, not included)."""
-    fext = np.zeros((tt.nb + 1, 6))
-    dfext = np.zeros((tt.nb + 1, tt.n, 6))
-    for t in range(len(mu)):
-        a, b = rt.body[t]
-        if b < 0:
-            continue
-        fext[b] += rt.xi[t] * mu[t]
-        fext[a] -= rt.xi[t] * mu[t]
-        dfext[b] += rt.dxi[t] * mu[t]
-        dfext[a] -= rt.dxi[t] * mu[t]
-    return fext[: tt.nb], dfext[: tt.nb]
-
-
-def _needs_manifold(model, rows):
-    forms = model.row_int[rows]
-    return bool(
-        np.any((forms[:, 1] != TRANSLATION) & (forms[:, 1] != COUPLING) & (forms[:, 2] != ROT_DOT))
-    )
-
-
-def _check_manifold(model, d, v, rows):
-    """``AssemblyError`` where the hinge / log rows' derivatives (module doc) need a
-    consistent state and (q, v) is not one."""
-    if not _needs_manifold(model, rows):
-        return
-    J = d.J[: model.m]
-    size = max(1.0, float(np.abs(model.jgeom[:, 3]).max(initial=0.0)))
-    ephi = float(np.abs(d.Phi[: model.m]).max())
-    ev = float(np.abs(J @ v).max())
-    jmax = max(float(np.abs(J).max()), 1e-300)
-    if ephi > MANIFOLD_TOL * size or ev > MANIFOLD_TOL * jmax * max(float(np.abs(v).max()), 1.0):
-        raise AssemblyError(
-            f"{model.name}: derivatives of its hinge / log closure rows need a consistent state "
-            f"(|Φ| = {ephi:.3g}, |J v| = {ev:.3g}); use ld.assemble and ld.complete_velocity"
-        )
-
-
-def _kkt_solve(model, M, Jk, rhs):
-    """(D2): solutions of [M, -J_kᵀ; J_k, 0] X = rhs, or a ``SingularityError``."""
-    n, r = M.shape[0], Jk.shape[0]
-    K = np.zeros((n + r, n + r))
-    K[:n, :n] = M
-    K[:n, n:] = -Jk.T
-    K[n:, :n] = Jk
-    # rows scaled to unit size (the augmented method's scaling), then the condition
-    s = 1.0 / np.maximum(np.abs(Jk).max(axis=1, initial=0.0), 1e-300)
-    K[n:, :] *= s[:, None]
-    K[:, n:] *= s[None, :]
-    rhs = rhs.copy()
-    rhs[n:] *= s[:, None]
-    import scipy.linalg as sla
-
-    lu = sla.lu_factor(K, check_finite=False)
-    rc = sla.lapack.dgecon(lu[0], np.abs(K).sum(axis=0).max(), norm="1")[0]
-    if not rc > KKT_RCOND:
-        raise SingularityError(
-            f"{model.name}: the KKT matrix [M -Jᵀ; J 0] is singular here (1/cond = {rc:.2g}): "
-            "a singular configuration of the mechanism, the derivatives do not exist"
-        )
-    X = sla.lu_solve(lu, rhs, check_finite=False)
-    X[n:] *= s[:, None]
-    return X
-
-
 @dataclass
 class ForwardDynamicsDerivatives:
     """Derivatives of ``ld.forward_dynamics`` at (q, v, τ).
@@ -285,7 +624,8 @@ class ForwardDynamicsDerivatives:
     multipliers of the independent rows ``rows`` (the rows the solve kept; a dropped
     redundant row's multiplier is held at 0 and its row of these matrices is 0:
     where rows are dropped λ's split between dependent rows is not differentiable);
-    ``mu`` those multipliers (λ on ``rows``).
+    ``mu`` those multipliers (λ on ``rows``).  The six matrices are views of one
+    buffer, new at every call.
 
     The projection on the closures' tangent space, what a reduced-coordinate
     optimiser wants: with ``independent`` the independent coordinates y (indices
@@ -321,11 +661,6 @@ def _state(model, q, v, x, xname):
     return q, v, x
 
 
-def _tangents(model, q, v, qdd, data=None):
-    d = evaluate(model, q, v, True, data if data is not None else model.create_data())
-    return d, TreeTangents(model, d.Xw, d.S, v, qdd)
-
-
 def forward_dynamics_derivatives(model, q, v, tau=None, method="augmented", tangent=True):
     """Analytic derivatives of closed-loop forward dynamics, (D1)-(D3) of the module
     doc; :class:`ForwardDynamicsDerivatives`.  ``method``: the forward-dynamics method
@@ -333,67 +668,116 @@ def forward_dynamics_derivatives(model, q, v, tau=None, method="augmented", tang
     :class:`SingularityError` at a singular configuration (KKT matrix singular),
     :class:`AssemblyError` off the manifold where the model's hinge / log rows need a
     consistent state, :class:`ModelError` for log rows of a closure free to turn.
-    ``tangent=False`` skips the tangent-space projection."""
-    from loopdyn.methods.dynamics import forward_dynamics
+    ``tangent=False`` skips the tangent-space projection.  Not thread-safe (one
+    workspace per model, as the model's default ``Data``).
 
-    q, v, tau = _state(model, q, v, tau, "tau")
-    n, m = model.nv, model.m
+    The inputs are checked by ``ld.forward_dynamics`` (called first: its fast path
+    takes what its checked path would accept, and that one explains the rest) and
+    converted once by the compiled entry's own conversions."""
+    wk = _WORK.get(model)
+    if wk is not None and wk.fast and method == "augmented":
+        out = _fast(model, wk, q, v, tau, tangent)
+        if out is not None:
+            return out
     res = forward_dynamics(model, q, v, tau, method=method)
     qdd = res.qdd
-    d, tt = _tangents(model, q, v, qdd)
+    if wk is None:
+        wk = _work(model)
+    n, m = model.nv, model.m
     if m == 0:
-        M = _mass(model, q)
-        dtq, dtv = tt.forces()
-        Minv = _inv_spd(model, M)
+        B = _run(model, wk, q, v, qdd, _NO_ROWS, _NO_MU, True)
         e = np.zeros((0, n))
         return ForwardDynamicsDerivatives(
-            qdd, None, -Minv @ dtq, -Minv @ dtv, Minv, e, e, e, np.zeros(0, np.int64), np.zeros(0)
+            qdd, None, B[:, :n], B[:, n : 2 * n], B[:, 2 * n :], e, e, e, _NO_ROWS, _NO_MU
         )
-    dropped = np.asarray(res.dropped, dtype=np.int64)
-    rows = np.setdiff1d(np.arange(m), dropped)
-    _check_manifold(model, d, v, rows)
-    if dropped.size:
-        _check_constant_rank(model, q, rows.size)
-    rt = RowTangents(model, tt, rows)
+    dropped = res.dropped
     lam = res.lam
     if dropped.size:
-        Jall = d.J[:m]
-        mu = np.linalg.lstsq(rt.J.T, Jall.T @ lam, rcond=None)[0]
+        q = configuration(model, q)
+        rows = np.setdiff1d(wk.all_rows, dropped)
+        wk.use(rows)  # the log rows' refusal first, as the kernel's checks
+        Jall = evaluate(model, q, None, True, wk.data).J[:m]
+        mu = np.linalg.lstsq(Jall[rows].T, Jall.T @ lam, rcond=None)[0]
     else:
-        mu = lam[rows]
-    fext, dfext = _closure_wrenches(tt, rt, mu)
-    dtq, dtv = tt.forces(fext, dfext)
-    M = _mass(model, q)
-    r = rows.size
-    rhs = np.zeros((n + r, 3 * n))
-    rhs[:n, :n] = -dtq
-    rhs[n:, :n] = -rt.gq
-    rhs[:n, n : 2 * n] = -dtv
-    rhs[n:, n : 2 * n] = -rt.gv
-    rhs[:n, 2 * n :] = np.eye(n)
-    X = _kkt_solve(model, M, rt.J, rhs)
-    dl = np.zeros((m, 3 * n))
-    dl[rows] = X[n:]
+        rows, mu = wk.all_rows, lam
+    B = _run(model, wk, q, v, qdd, rows, mu, True)
+    if dropped.size:
+        _check_constant_rank(model, q, rows.size)
+        dl = np.zeros((m, 3 * n))
+        dl[rows] = B[n:]
+    else:
+        dl = B[n:]
+    # the fast path's q̈ is ld.forward_dynamics' while it keeps every row (the model's
+    # Data caches its rank detection): from now on, until it drops some
+    wk.fast = method == "augmented" and not dropped.size and res.method == "augmented"
     out = ForwardDynamicsDerivatives(
-        qdd, lam, X[:n, :n], X[:n, n : 2 * n], X[:n, 2 * n :],
+        qdd, lam, B[:n, :n], B[:n, n : 2 * n], B[:n, 2 * n :],
         dl[:, :n], dl[:, n : 2 * n], dl[:, 2 * n :], rows, mu,
     )  # fmt: skip
     if tangent:
-        _project(model, q, out, rt)
+        _project(model, q, out, wk, dropped.size == 0)
     return out
 
 
-def _project(model, q, out, rt):
-    """The tangent-space projection of ``ForwardDynamicsDerivatives`` (its docstring)."""
+def _fast(model, wk, q, v, tau, tangent):
+    """``forward_dynamics_derivatives`` in one compiled call (``AUGMENTED_SOLVE``, every
+    row kept), or None where the entry refuses the inputs or the state (the checked path
+    then answers or explains)."""
+    n, m = model.nv, model.m
+    qdd, lam = _empty(n), _empty(m)
+    B = _empty((n + m, 3 * n))
+    wk.use(wk.all_rows)
+    try:
+        st = wk.entry(
+            wk.data.ctx, wk.buf, q, v, wk.zeros if tau is None else tau, qdd, lam,
+            wk.all_size, AUGMENTED_SOLVE, B,
+        )  # fmt: skip
+    except TypeError:  # not real numbers: the checked path explains
+        return None
+    if not st > 0.0:
+        return None
+    out = ForwardDynamicsDerivatives(
+        qdd, lam, B[:n, :n], B[:n, n : 2 * n], B[:n, 2 * n :],
+        B[n:, :n], B[n:, n : 2 * n], B[n:, 2 * n :], wk.all_rows, lam,
+    )  # fmt: skip
+    if tangent:
+        _project(model, q, out, wk, True)
+    return out
+
+
+_empty = np.empty
+
+
+def _project(model, q, out, wk, full_rank):
+    """The tangent-space projection of ``ForwardDynamicsDerivatives`` (its docstring):
+    G[dep] = -J_d⁻¹ J_i, (Dv G)[dep] = -J_d⁻¹ (hq G) (hq = ∂(J v)/∂q); then
+    dqdd_dy = ∂q̈/∂q G + ∂q̈/∂v (Dv G), O(nv² f).
+
+    The partition is ``ld.partition``'s: the first rank(J) pivots of a column-pivoted QR
+    of J(q).  Where no row is dropped, rank(J) = m (the rows the solve kept: J with
+    rank below m makes its KKT matrix singular at the rank tolerance or the forward
+    dynamics drops rows) and J is the one the kernel just evaluated (``wk.data.J``), so
+    the QR is all that is left to do; otherwise ``ld.partition`` itself."""
+    import scipy.linalg as sla
+
     from loopdyn.analysis.assembly import partition
 
-    part = partition(model, q)
-    ind, dep = part.independent, part.dependent
+    r = out.rows.size
+    Jk, hq = wk.views["Jk"][:r], wk.views["hq"][:r]
     n = model.nv
-    Jk = rt.J
-    G = np.zeros((n, ind.size))
-    G[ind, np.arange(ind.size)] = 1.0
-    Dv = np.zeros((n, n))
+    if full_rank:
+        piv = sla.qr(wk.data.J[: model.m], mode="r", pivoting=True, check_finite=False)[1]
+        mask = np.ones(n, dtype=bool)
+        mask[piv[:r]] = False
+        ind = np.flatnonzero(mask)
+        dep = np.flatnonzero(~mask)
+    else:
+        part = partition(model, q)
+        ind, dep = part.independent, part.dependent
+    f = ind.size
+    G = np.zeros((n, f))
+    G[ind, np.arange(f)] = 1.0
+    DvG = np.zeros((n, f))
     if dep.size:
         Jd = Jk[:, dep]
         if Jd.shape[0] != Jd.shape[1]:
@@ -402,25 +786,10 @@ def _project(model, q, out, rt):
                 "dependent coordinates: the partition does not match the rank here"
             )
         G[dep] = -np.linalg.solve(Jd, Jk[:, ind])
-        Dv[dep] = -np.linalg.solve(Jd, rt.hq)
+        DvG[dep] = -np.linalg.solve(Jd, hq @ G)
     out.independent, out.dependent, out.G = ind, dep, G
-    out.dqdd_dy = (out.dqdd_dq + out.dqdd_dv @ Dv) @ G
+    out.dqdd_dy = out.dqdd_dq @ G + out.dqdd_dv @ DvG
     out.dqdd_dydot = out.dqdd_dv @ G
-
-
-def _mass(model, q):
-    from loopdyn.tree.algorithms import crba
-
-    return crba(model, q, data=model.create_data())
-
-
-def _inv_spd(model, M):
-    try:
-        L = np.linalg.cholesky(M)
-    except np.linalg.LinAlgError:
-        raise SingularityError(f"{model.name}: the mass matrix is singular here") from None
-    Li = np.linalg.inv(L)
-    return Li.T @ Li
 
 
 def rnea_derivatives(model, q, v, qdd, fext=None):
@@ -428,9 +797,9 @@ def rnea_derivatives(model, q, v, qdd, fext=None):
     τ = RNEA(q, v, q̈) (closures ignored), tangent-space columns (module doc of
     ``loopdyn.derivatives.tree``).  ``fext``: None."""
     q, v, qdd = _state(model, q, v, qdd, "qdd")
-    _, tt = _tangents(model, q, v, qdd)
-    dtq, dtv = tt.forces()
-    return dtq, dtv, _mass(model, q)
+    n = model.nv
+    B = _run(model, _work(model), q, v, qdd, _NO_ROWS, _NO_MU, False)
+    return B[:, :n], B[:, n : 2 * n], B[:, 2 * n :]
 
 
 def aba_derivatives(model, q, v, tau):
@@ -439,11 +808,10 @@ def aba_derivatives(model, q, v, tau):
     from loopdyn.tree.algorithms import aba
 
     q, v, tau = _state(model, q, v, tau, "tau")
-    qdd = aba(model, q, v, tau, data=model.create_data())
-    _, tt = _tangents(model, q, v, qdd)
-    dtq, dtv = tt.forces()
-    Minv = _inv_spd(model, _mass(model, q))
-    return -Minv @ dtq, -Minv @ dtv, Minv
+    n = model.nv
+    qdd = aba(model, q, v, tau)
+    B = _run(model, _work(model), q, v, qdd, _NO_ROWS, _NO_MU, True)
+    return B[:, :n], B[:, n : 2 * n], B[:, 2 * n :]
 
 
 @dataclass
@@ -473,41 +841,33 @@ def inverse_dynamics_derivatives(model, q, v, qdd, actuated=None):
 
     (the derivative of the pseudo-inverse at constant rank), where db - dA x =
     ∂/∂q [RNEA - Jᵀλ] at fixed λ (the closure forces as world wrenches) and
-    dAᵀ y = [0; ∂(J y)/∂q] for y = (A Aᵀ)⁺ b.  For v and q̈ dA = 0.
+    dAᵀ y = [0; ∂(J y)/∂q] for y = (A Aᵀ)⁺ b (the kernel's ∂(J v)/∂q at v = y).
+    For v and q̈ dA = 0.
     """
     from loopdyn.analysis.inverse import _indices, inverse_dynamics
+    from loopdyn.tree.algorithms import rnea
 
     q, v, qdd = _state(model, q, v, qdd, "qdd")
     act = model.actuated if actuated is None else _indices(model, actuated)
     res = inverse_dynamics(model, q, v, qdd, actuated=act)
     n, m, na = model.nv, model.m, act.size
     lam = res.lam
-    d, tt = _tangents(model, q, v, qdd)
-    rows = np.arange(m)
+    wk = _work(model)
+    rows = wk.all_rows
+    mu = np.ascontiguousarray(lam, dtype=float) if m else _NO_MU
+    B = _run(model, wk, q, v, qdd, rows, mu, False)
+    dtq, dtv, M = B[:n, :n], B[:n, n : 2 * n], B[:n, 2 * n :]
     A = np.zeros((n, na + m))
     A[act, np.arange(na)] = 1.0
-    if m:
-        _check_manifold(model, d, v, rows)
-        A[:, na:] = d.J[:m].T
+    A[:, na:] = B[n:, 2 * n :].T
     Ap = np.linalg.pinv(A, rcond=1e-10)
+    dxq = Ap @ dtq
     if m:
-        rt0 = RowTangents(model, tt, rows)
-        fext, dfext = _closure_wrenches(tt, rt0, lam)
-        dtq, dtv = tt.forces(fext, dfext)
-        # tt.tau = RNEA - Jᵀλ of the non-coupling rows
-        cpl = model.row_int[:, 1] == COUPLING
-        rnea_b = tt.tau + (rt0.J[~cpl].T @ lam[~cpl])
-        y = np.linalg.pinv(A @ A.T, rcond=1e-10) @ rnea_b
-        ty = TreeTangents(model, d.Xw, d.S, y, np.zeros(n))
-        rty = RowTangents(model, tt, rows, tv=ty)
+        y = np.linalg.pinv(A @ A.T, rcond=1e-10) @ rnea(model, q, v, qdd)
+        _run(model, wk, q, y, np.zeros(n), rows, np.zeros(m), False, check=False)
         dAty = np.zeros((na + m, n))
-        dAty[na:] = rty.hq_other
-        P = np.eye(na + m) - Ap @ A
-        dxq = Ap @ dtq + P @ dAty
-    else:
-        dtq, dtv = tt.forces()
-        dxq = Ap @ dtq
-    M = _mass(model, q)
+        dAty[na:] = wk.views["hq"][:m]
+        dxq += (np.eye(na + m) - Ap @ A) @ dAty
     dxv = Ap @ dtv
     dxa = Ap @ M
 

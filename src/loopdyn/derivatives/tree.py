@@ -28,153 +28,411 @@ first angle; the first is fixed in the parent).  The forward recursion, world ax
     τ_i = S_iᵀ F_i                                                   (R4)
 
 (a_0 = -[0; g]: gravity as a base acceleration) and each is differentiated term by
-term (product rule) with (T1), (T2): the tangent recursion below, vectorised over all
-nv directions at once.  It is exact (no finite difference) and costs O(nb · nv).
+term (product rule) with (T1), (T2): the tangent recursion below.  Body i's kinematic
+tangents (η, ∂v, ∂a) and its own force's vanish outside the directions of its
+ancestors' coordinates (its support, ``w.sup[i, :w.nsup[i]]``): only those are computed
+(and read: the ground's rows, index nb, are zero in every direction and stand for a
+body that a direction does not move), so the forward pass costs O(Σ_i depth_i) and
+the backward one, whose subtree sums fill every direction, O(nb · nv): the work of
+Carpentier & Mansard's algorithm, the size of the output.
+
+Compiled kernels (numba) on ``(m, d, w)``: the model and Data handles
+(``loopdyn.kernels.views``; the poses ``d.Xw`` and body-frame subspaces ``d.S`` of
+``fk_kernel``) and ``w``, the named tuple of views of the derivatives' own workspace
+buffer (``tangent_views``).  Nothing is allocated.
 """
 
-import numpy as np
+from collections import namedtuple
 
+import numpy as np
+from numba import njit
+
+from loopdyn.kernels.numba_internals import block, block_int
+from loopdyn.kernels.spatial import rigid_inertia_times_at, rigid_inertia_to_parent_add
 from loopdyn.model.joints import FREE, SPHERICAL
 
+# the derivatives' workspace: (name, shape in the sizes nb, n = nv, r = closure rows,
+# k = n + r); world quantities, index nb of the (nb + 1) arrays the ground
+LAYOUT = (
+    ("Sw", ("nb", 6, 6)),  # world motion subspaces, column c of body i in Sw[i, c]
+    ("Iw", ("nb", 6, 6)),  # world spatial inertias (about the world origin)
+    ("V", ("nb1", 6)),  # world velocities
+    ("A", ("nb1", 6)),  # world accelerations, gravity offset a_0 = -[0; g] included
+    ("F", ("nb", 6)),  # (R3) forces, then summed over subtrees
+    ("eta", ("nb1", "n", 6)),  # η_i[d]: the twist moving body i along direction d
+    ("dVq", ("nb1", "n", 6)),  # ∂V_i/∂q[d]
+    ("dAq", ("nb1", "n", 6)),
+    ("dVv", ("nb1", "n", 6)),  # ∂V_i/∂v[d]
+    ("dAv", ("nb1", "n", 6)),
+    ("dFq", ("nb", "n", 6)),  # ∂F_i/∂q[d]
+    ("dFv", ("nb", "n", 6)),
+    ("W", (6, 6)),  # scratch: W_col of (R2)
+    ("ds", (6, 6)),  # scratch: ∂S_col/∂q[d] of (T1)
+    ("trm", (3, 5, 3)),  # scratch: a closure row's terms (u, u̇, w, ẇ, ṗ_B)
+    ("M", ("n", "n")),  # the mass matrix
+    ("Jk", ("r", "n")),  # the kept closure rows of J
+    ("hq", ("r", "n")),  # ∂(J v)/∂q of those rows at fixed v
+    ("sc", ("r",)),  # the rows' scales in the KKT matrix
+    ("K", ("k", "k")),  # KKT matrix, then its LU factors
+    ("kw", ("k",)),  # scratch of the condition estimate
+    ("piv", ("k",)),  # int: LU pivots
+    ("nsup", ("nb1",)),  # int: how many directions move body i
+    ("sup", ("nb1", "n")),  # int: those directions (the ancestors' coordinates), sup[i, :nsup[i]]
+    ("mark", ("n",)),  # int: scratch, the directions moving a closure row's bodies
+    ("diag", (4,)),  # |Φ|, |J v| of the manifold check; 1/cond of the KKT matrix
+)
+_INT = ("piv", "nsup", "sup", "mark")
+TangentViews = namedtuple("TangentViews", [name for name, _ in LAYOUT])
 
-def cross_m(a, b):
-    """Motion cross product a × b of spatial motions (…, 6)."""
-    aw, av, bw, bv = a[..., :3], a[..., 3:], b[..., :3], b[..., 3:]
-    return np.concatenate([np.cross(aw, bw), np.cross(aw, bv) + np.cross(av, bw)], axis=-1)
+
+def workspace_shapes(nb, n, r):
+    """{name: shape} of ``LAYOUT`` for the sizes."""
+    sizes = {"nb": nb, "nb1": nb + 1, "n": n, "r": r, "k": n + r}
+    return {name: tuple(sizes.get(x, x) for x in dims) for name, dims in LAYOUT}
 
 
-def cross_f(a, f):
-    """Force cross product a ×* f of a motion a and a force f (…, 6)."""
-    aw, av, fn, ff = a[..., :3], a[..., 3:], f[..., :3], f[..., 3:]
-    return np.concatenate([np.cross(aw, fn) + np.cross(av, ff), np.cross(aw, ff)], axis=-1)
+def allocate_workspace(nb, n, r):
+    """(buffer, {name: numpy view}) of the derivatives' workspace (``tangent_views``)."""
+    shapes = workspace_shapes(nb, n, r)
+    size = sum(int(np.prod(s)) for s in shapes.values())
+    buf = np.zeros(size)
+    views, o = {}, 0
+    for name, _ in LAYOUT:
+        s = shapes[name]
+        part = buf[o : o + int(np.prod(s))]
+        views[name] = (part.view(np.int64) if name in _INT else part).reshape(s)
+        o += int(np.prod(s))
+    return buf, views
 
 
-def _skew(p):
-    return np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
+@njit(cache=True, inline="always")
+def tangent_views(wb, nb, n, r):
+    """``TangentViews`` of the buffer ``wb`` (``allocate_workspace``'s order, ``LAYOUT``)."""
+    nb1, k = nb + 1, n + r
+    o0 = 0
+    o1 = o0 + nb * 36
+    o2 = o1 + nb * 36
+    o3 = o2 + nb1 * 6
+    o4 = o3 + nb1 * 6
+    o5 = o4 + nb * 6
+    o6 = o5 + nb1 * n * 6
+    o7 = o6 + nb1 * n * 6
+    o8 = o7 + nb1 * n * 6
+    o9 = o8 + nb1 * n * 6
+    o10 = o9 + nb1 * n * 6
+    o11 = o10 + nb * n * 6
+    o12 = o11 + nb * n * 6
+    o13 = o12 + 36
+    o14 = o13 + 36
+    o15 = o14 + 45
+    o16 = o15 + n * n
+    o17 = o16 + r * n
+    o18 = o17 + r * n
+    o19 = o18 + r
+    o20 = o19 + k * k
+    o21 = o20 + k
+    o22 = o21 + k
+    o23 = o22 + nb1
+    o24 = o23 + nb1 * n
+    o25 = o24 + n
+    return TangentViews(
+        block(wb, o0, (nb, 6, 6)),
+        block(wb, o1, (nb, 6, 6)),
+        block(wb, o2, (nb1, 6)),
+        block(wb, o3, (nb1, 6)),
+        block(wb, o4, (nb, 6)),
+        block(wb, o5, (nb1, n, 6)),
+        block(wb, o6, (nb1, n, 6)),
+        block(wb, o7, (nb1, n, 6)),
+        block(wb, o8, (nb1, n, 6)),
+        block(wb, o9, (nb1, n, 6)),
+        block(wb, o10, (nb, n, 6)),
+        block(wb, o11, (nb, n, 6)),
+        block(wb, o12, (6, 6)),
+        block(wb, o13, (6, 6)),
+        block(wb, o14, (3, 5, 3)),
+        block(wb, o15, (n, n)),
+        block(wb, o16, (r, n)),
+        block(wb, o17, (r, n)),
+        block(wb, o18, r),
+        block(wb, o19, (k, k)),
+        block(wb, o20, k),
+        block_int(wb, o21, k),
+        block_int(wb, o22, nb1),
+        block_int(wb, o23, (nb1, n)),
+        block_int(wb, o24, n),
+        block(wb, o25, 4),
+    )
 
 
-class TreeTangents:
-    """World-frame kinematics of a tree and their derivatives in every direction.
+# ---------------------------------------------------------------- 6-vector algebra
+# a, b: anything indexable with 0..5 (array rows, tuples); results are tuples
 
-    Attributes (world axes, about the world origin; index ``nb`` is the ground):
-    ``R``, ``p`` (nb+1, 3, 3), (nb+1, 3) body poses; ``Sw`` list of (6, nv_j) world
-    motion subspaces; ``I`` (nb, 6, 6) world inertias; ``V``, ``A`` (nb+1, 6)
-    velocities and accelerations (A with the gravity offset a_0 = -[0; g]); ``eta``
-    (nb+1, nv, 6) body Jacobians (η_i: column d the twist that moves body i for
-    q ⊕ e_d); ``dVq``, ``dAq`` (nb+1, nv, 6): ∂V_i/∂q, ∂A_i/∂q (row d: direction d);
-    ``dVv``, ``dAv``: ∂/∂v.  ``dS`` list of (nv, 6, nv_j): ∂S_i,col/∂q.
-    """
 
-    def __init__(self, model, Xw, S_body, v, qdd):
-        topo = np.asarray(model.topo)
-        nb, n = model.nbodies, model.nv
-        self.nb, self.n, self.topo = nb, n, topo
-        g = np.asarray(model.gravity, dtype=float)
-        a0 = np.concatenate([np.zeros(3), -g])
-        self.a0 = a0
-        R = np.zeros((nb + 1, 3, 3))
-        p = np.zeros((nb + 1, 3))
-        R[nb] = np.eye(3)
-        V = np.zeros((nb + 1, 6))
-        A = np.zeros((nb + 1, 6))
-        A[nb] = a0
-        eta = np.zeros((nb + 1, n, 6))
-        dVq, dAq = np.zeros((nb + 1, n, 6)), np.zeros((nb + 1, n, 6))
-        dVv, dAv = np.zeros((nb + 1, n, 6)), np.zeros((nb + 1, n, 6))
-        I = np.zeros((nb, 6, 6))
-        Sw, dS = [], []
-        inertia = np.asarray(model.inertia)
-        for i in range(nb):
-            lam = topo[i, 0]
-            lam = nb if lam < 0 else lam
-            jt, iv, nvj = topo[i, 1], topo[i, 3], topo[i, 5]
-            Ri, pi = Xw[i, :3], Xw[i, 3]
-            R[i], p[i] = Ri, pi
-            # world inertia I = X⁻ᵀ I_b X⁻¹, X = [[R, 0], [p̂ R, R]] (body -> world motions)
-            Xi = np.zeros((6, 6))
-            Xi[:3, :3] = Ri.T
-            Xi[3:, 3:] = Ri.T
-            Xi[3:, :3] = -Ri.T @ _skew(pi)
-            I[i] = Xi.T @ inertia[i] @ Xi
-            ang = Ri @ S_body[i, :3, :nvj]
-            S = np.concatenate([ang, Ri @ S_body[i, 3:, :nvj] + np.cross(pi, ang.T).T])
-            Sw.append(S)
-            local = jt == SPHERICAL or jt == FREE
-            vj, aj = v[iv : iv + nvj], qdd[iv : iv + nvj]
-            e = eta[lam].copy()
-            e[iv : iv + nvj] = S.T
-            eta[i] = e
-            # (T1): the directions that move column col
-            dSi = np.zeros((n, 6, nvj))
-            Wc, moves = [], []
+@njit(cache=True, inline="always")
+def crm(a, b):
+    """Motion cross product a × b = [aω × bω; aω × bv + av × bω]."""
+    return (
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+        a[1] * b[5] - a[2] * b[4] + a[4] * b[2] - a[5] * b[1],
+        a[2] * b[3] - a[0] * b[5] + a[5] * b[0] - a[3] * b[2],
+        a[0] * b[4] - a[1] * b[3] + a[3] * b[1] - a[4] * b[0],
+    )
+
+
+@njit(cache=True, inline="always")
+def crf(a, f):
+    """Force cross product a ×* f = [aω × fn + av × ff; aω × ff]."""
+    return (
+        a[1] * f[2] - a[2] * f[1] + a[4] * f[5] - a[5] * f[4],
+        a[2] * f[0] - a[0] * f[2] + a[5] * f[3] - a[3] * f[5],
+        a[0] * f[1] - a[1] * f[0] + a[3] * f[4] - a[4] * f[3],
+        a[1] * f[5] - a[2] * f[4],
+        a[2] * f[3] - a[0] * f[5],
+        a[0] * f[4] - a[1] * f[3],
+    )
+
+
+@njit(cache=True, inline="always")
+def add6(out, s, x):
+    """out += s x (out: an array row)."""
+    for r in range(6):
+        out[r] += s * x[r]
+
+
+@njit(cache=True, inline="always")
+def dot6(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+@njit(cache=True, inline="always")
+def inertia_times(Iw, i, x):
+    """Iw[i] x for a rigid-body inertia (world, ``rigid_inertia_times_at``)."""
+    return rigid_inertia_times_at(Iw, i, x[0], x[1], x[2], x[3], x[4], x[5])
+
+
+@njit(cache=True, inline="always")
+def _moved(jt, nvj, c):
+    """How many of joint i's own columns (the first ones) move its column c: all for a
+    spherical or free joint, the earlier ones otherwise (module doc, (T1))."""
+    return nvj if (jt == SPHERICAL or jt == FREE) else c
+
+
+# ---------------------------------------------------------------- the recursions
+@njit(cache=True)
+def world_tangents(m, d, w, v, qdd):
+    """(R1), (R2) and their tangents in every direction: ``w.V``, ``w.A``, ``w.eta``,
+    ``w.dVq``, ``w.dAq``, ``w.dVv``, ``w.dAv`` (world axes, about the world origin), the
+    world subspaces ``w.Sw`` and inertias ``w.Iw``, the supports ``w.sup``, ``w.nsup``.
+    In: the poses ``d.Xw`` and body-frame ``d.S`` (``fk_kernel``), ``v``, ``qdd`` (nv).
+    The ground is index nb (zero tangents in every direction)."""
+    nb, n = m.nb, m.nv
+    topo, Xw, S = m.topo, d.Xw, d.S
+    Sw, V, A, W, ds, sup, nsup = w.Sw, w.V, w.A, w.W, w.ds, w.sup, w.nsup
+    eta, dVq, dAq, dVv, dAv = w.eta, w.dVq, w.dAq, w.dVv, w.dAv
+    for r in range(6):
+        V[nb, r] = 0.0
+        A[nb, r] = 0.0 if r < 3 else -m.gravity[r - 3]
+    for dd in range(n):
+        for r in range(6):
+            eta[nb, dd, r] = 0.0
+            dVq[nb, dd, r] = 0.0
+            dAq[nb, dd, r] = 0.0
+            dVv[nb, dd, r] = 0.0
+            dAv[nb, dd, r] = 0.0
+    nsup[nb] = 0
+    for i in range(nb):
+        lam = topo[i, 0]
+        if lam < 0:
+            lam = nb
+        jt, iv, nvj = topo[i, 1], topo[i, 3], topo[i, 5]
+        R = Xw[i]  # rows 0-2: R (body -> world), row 3: the origin p
+        # world inertia I = X⁻ᵀ I_b X⁻¹ (the body's pose in the world)
+        for r in range(6):
+            for c in range(6):
+                w.Iw[i, r, c] = 0.0
+        rigid_inertia_to_parent_add(R[:3], R[3], m.inertia[i], w.Iw[i])
+        # world S: [R s_ω; R s_v + p × R s_ω]
+        for c in range(nvj):
+            a0 = R[0, 0] * S[i, 0, c] + R[0, 1] * S[i, 1, c] + R[0, 2] * S[i, 2, c]
+            a1 = R[1, 0] * S[i, 0, c] + R[1, 1] * S[i, 1, c] + R[1, 2] * S[i, 2, c]
+            a2 = R[2, 0] * S[i, 0, c] + R[2, 1] * S[i, 1, c] + R[2, 2] * S[i, 2, c]
+            l0 = R[0, 0] * S[i, 3, c] + R[0, 1] * S[i, 4, c] + R[0, 2] * S[i, 5, c]
+            l1 = R[1, 0] * S[i, 3, c] + R[1, 1] * S[i, 4, c] + R[1, 2] * S[i, 5, c]
+            l2 = R[2, 0] * S[i, 3, c] + R[2, 1] * S[i, 4, c] + R[2, 2] * S[i, 5, c]
+            p0, p1, p2 = R[3, 0], R[3, 1], R[3, 2]
+            Sw[i, c, 0], Sw[i, c, 1], Sw[i, c, 2] = a0, a1, a2
+            Sw[i, c, 3] = l0 + p1 * a2 - p2 * a1
+            Sw[i, c, 4] = l1 + p2 * a0 - p0 * a2
+            Sw[i, c, 5] = l2 + p0 * a1 - p1 * a0
+        ns = nsup[lam]
+        for kk in range(ns):
+            sup[i, kk] = sup[lam, kk]
+        for c in range(nvj):
+            sup[i, ns + c] = iv + c
+        nsup[i] = ns + nvj
+        # W_c = v_λ + Σ_{c' moving c} S_c' q̇_c'   (R2)
+        for c in range(nvj):
+            nm = _moved(jt, nvj, c)
+            for r in range(6):
+                s = V[lam, r]
+                for c2 in range(nm):
+                    s += Sw[i, c2, r] * v[iv + c2]
+                W[c, r] = s
+        # (R1), (R2)
+        for r in range(6):
+            sv, sa = V[lam, r], A[lam, r]
             for c in range(nvj):
-                mv = list(range(nvj)) if local else list(range(c))
-                moves.append(mv)
-                Jc = eta[lam].copy()
-                for c2 in mv:
-                    Jc[iv + c2] = S[:, c2]
-                dSi[:, :, c] = cross_m(Jc, S[:, c])
-                Wc.append(V[lam] + S[:, mv] @ vj[mv])
-            dS.append(dSi)
-            # (R1), (R2) and their tangents
-            V[i] = V[lam] + S @ vj
-            dVq[i] = dVq[lam] + dSi @ vj
-            dVv[i] = dVv[lam]
-            dVv[i, iv : iv + nvj] += S.T
-            A[i] = A[lam] + S @ aj
-            dAq[i] = dAq[lam] + dSi @ aj
-            dAv[i] = dAv[lam].copy()
+                sv += Sw[i, c, r] * v[iv + c]
+                sa += Sw[i, c, r] * qdd[iv + c]
+            V[i, r], A[i, r] = sv, sa
+        for c in range(nvj):
+            add6(A[i], v[iv + c], crm(W[c], Sw[i, c]))
+        # their tangents, direction by direction
+        for kk in range(ns + nvj):
+            dd = sup[i, kk]
+            c0 = dd - iv
+            own = kk >= ns
+            lam = topo[i, 0] if not own else nb  # a joint's own direction: the parent rests
+            if lam < 0:
+                lam = nb
+            # (T1): ∂S_c/∂q[dd]
             for c in range(nvj):
-                mv = moves[c]
-                dWq = dVq[lam] + dSi[:, :, mv] @ vj[mv]
-                dWv = dVv[lam].copy()
-                for c2 in mv:
-                    dWv[iv + c2] += S[:, c2]
-                A[i] += cross_m(Wc[c], S[:, c]) * vj[c]
-                dAq[i] += (cross_m(dWq, S[:, c]) + cross_m(Wc[c], dSi[:, :, c])) * vj[c]
-                dAv[i] += cross_m(dWv, S[:, c]) * vj[c]
-                dAv[i, iv + c] += cross_m(Wc[c], S[:, c])
-        self.R, self.p, self.V, self.A, self.I = R, p, V, A, I
-        self.eta, self.dVq, self.dAq, self.dVv, self.dAv = eta, dVq, dAq, dVv, dAv
-        self.Sw, self.dS = Sw, dS
+                if own and c0 < _moved(jt, nvj, c):
+                    x = crm(Sw[i, c0], Sw[i, c])
+                elif own:
+                    x = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+                else:
+                    x = crm(eta[lam, dd], Sw[i, c])
+                for r in range(6):
+                    ds[c, r] = x[r]
+            for r in range(6):
+                eta[i, dd, r] = Sw[i, c0, r] if own else eta[lam, dd, r]
+                sv, sa = dVq[lam, dd, r], dAq[lam, dd, r]
+                for c in range(nvj):
+                    sv += ds[c, r] * v[iv + c]
+                    sa += ds[c, r] * qdd[iv + c]
+                dVq[i, dd, r], dAq[i, dd, r] = sv, sa
+                dVv[i, dd, r] = dVv[lam, dd, r] + (Sw[i, c0, r] if own else 0.0)
+                dAv[i, dd, r] = dAv[lam, dd, r]
+            for c in range(nvj):
+                vc = v[iv + c]
+                nm = _moved(jt, nvj, c)
+                # ∂W_c/∂q[dd] × S_c + W_c × ∂S_c/∂q[dd]
+                wq0 = dVq[lam, dd, 0]
+                wq1 = dVq[lam, dd, 1]
+                wq2 = dVq[lam, dd, 2]
+                wq3 = dVq[lam, dd, 3]
+                wq4 = dVq[lam, dd, 4]
+                wq5 = dVq[lam, dd, 5]
+                for c2 in range(nm):
+                    vv = v[iv + c2]
+                    wq0 += ds[c2, 0] * vv
+                    wq1 += ds[c2, 1] * vv
+                    wq2 += ds[c2, 2] * vv
+                    wq3 += ds[c2, 3] * vv
+                    wq4 += ds[c2, 4] * vv
+                    wq5 += ds[c2, 5] * vv
+                add6(dAq[i, dd], vc, crm((wq0, wq1, wq2, wq3, wq4, wq5), Sw[i, c]))
+                add6(dAq[i, dd], vc, crm(W[c], ds[c]))
+                # ∂W_c/∂v[dd] × S_c
+                if own and c0 < nm:
+                    x = crm(
+                        (
+                            dVv[lam, dd, 0] + Sw[i, c0, 0],
+                            dVv[lam, dd, 1] + Sw[i, c0, 1],
+                            dVv[lam, dd, 2] + Sw[i, c0, 2],
+                            dVv[lam, dd, 3] + Sw[i, c0, 3],
+                            dVv[lam, dd, 4] + Sw[i, c0, 4],
+                            dVv[lam, dd, 5] + Sw[i, c0, 5],
+                        ),
+                        Sw[i, c],
+                    )
+                else:
+                    x = crm(dVv[lam, dd], Sw[i, c])
+                add6(dAv[i, dd], vc, x)
+            if own:
+                add6(dAv[i, dd], 1.0, crm(W[c0], Sw[i, c0]))
 
-    def forces(self, fext=None, dfext=None):
-        """(∂τ/∂q, ∂τ/∂v) (nv × nv) of (R3)-(R4) with world wrenches ``fext`` (nb, 6)
-        (about the world origin, acting on each body) whose derivatives along the
-        directions are ``dfext`` (nb, nv, 6); also sets ``self.tau`` (nv)."""
-        nb, n, topo = self.nb, self.n, self.topo
-        V, A, I, eta = self.V, self.A, self.I, self.eta
-        F = np.zeros((nb, 6))
-        dFq = np.zeros((nb, n, 6))
-        dFv = np.zeros((nb, n, 6))
-        for i in range(nb):
-            Ii, vi, ai, e = I[i], V[i], A[i], eta[i]
-            Iv, Ia = Ii @ vi, Ii @ ai
-            dIa = cross_f(e, Ia) - cross_m(e, ai) @ Ii.T  # (T2) applied to a
-            dIv = cross_f(e, Iv) - cross_m(e, vi) @ Ii.T
-            F[i] = Ia + cross_f(vi, Iv)
-            dFq[i] = (
-                dIa
-                + self.dAq[i] @ Ii.T
-                + cross_f(self.dVq[i], Iv)
-                + cross_f(vi, dIv + self.dVq[i] @ Ii.T)
+
+@njit(cache=True)
+def inertial_forces(m, w):
+    """(R3) without external forces and its tangents (T2): ``w.F``, ``w.dFq``, ``w.dFv``
+    (world), from ``world_tangents``."""
+    nb, n = m.nb, m.nv
+    Iw, V, A, F, sup = w.Iw, w.V, w.A, w.F, w.sup
+    eta, dVq, dAq, dVv, dAv, dFq, dFv = w.eta, w.dVq, w.dAq, w.dVv, w.dAv, w.dFq, w.dFv
+    for i in range(nb):
+        Ia = inertia_times(Iw, i, A[i])
+        Iv = inertia_times(Iw, i, V[i])
+        x = crf(V[i], Iv)
+        for r in range(6):
+            F[i, r] = Ia[r] + x[r]
+        for dd in range(n):
+            for r in range(6):
+                dFq[i, dd, r] = 0.0
+                dFv[i, dd, r] = 0.0
+        for kk in range(w.nsup[i]):
+            dd = sup[i, kk]
+            e = eta[i, dd]
+            # (T2) on a and v: ∂I x = η ×* (I x) - I (η × x)
+            Iea = inertia_times(Iw, i, crm(e, A[i]))
+            Iev = inertia_times(Iw, i, crm(e, V[i]))
+            eIa = crf(e, Ia)
+            eIv = crf(e, Iv)
+            IdA = inertia_times(Iw, i, dAq[i, dd])
+            IdV = inertia_times(Iw, i, dVq[i, dd])
+            t = crf(dVq[i, dd], Iv)
+            u = crf(
+                V[i],
+                (
+                    eIv[0] - Iev[0] + IdV[0],
+                    eIv[1] - Iev[1] + IdV[1],
+                    eIv[2] - Iev[2] + IdV[2],
+                    eIv[3] - Iev[3] + IdV[3],
+                    eIv[4] - Iev[4] + IdV[4],
+                    eIv[5] - Iev[5] + IdV[5],
+                ),
             )
-            dFv[i] = self.dAv[i] @ Ii.T + cross_f(self.dVv[i], Iv) + cross_f(vi, self.dVv[i] @ Ii.T)
-            if fext is not None:
-                F[i] -= fext[i]
-                dFq[i] -= dfext[i]
-        tau = np.zeros(n)
-        dtq, dtv = np.zeros((n, n)), np.zeros((n, n))
-        for i in range(nb - 1, -1, -1):
-            iv, nvj = topo[i, 3], topo[i, 5]
-            S = self.Sw[i]
-            tau[iv : iv + nvj] = S.T @ F[i]
-            dtq[iv : iv + nvj] = (dFq[i] @ S).T + np.einsum("dkc,k->cd", self.dS[i], F[i])
-            dtv[iv : iv + nvj] = (dFv[i] @ S).T
-            lam = topo[i, 0]
+            for r in range(6):
+                dFq[i, dd, r] = eIa[r] - Iea[r] + IdA[r] + t[r] + u[r]
+            IdAv = inertia_times(Iw, i, dAv[i, dd])
+            IdVv = inertia_times(Iw, i, dVv[i, dd])
+            t = crf(dVv[i, dd], Iv)
+            u = crf(V[i], IdVv)
+            for r in range(6):
+                dFv[i, dd, r] = IdAv[r] + t[r] + u[r]
+
+
+@njit(cache=True)
+def force_tangents_backward(m, w, B):
+    """(R3)'s subtree sums and (R4): B[j, d] = ∂τ_j/∂q[d], B[j, n + d] = ∂τ_j/∂v[d]
+    (j, d < nv), the force tangents ``w.dFq``, ``w.dFv`` (with any external wrenches'
+    already subtracted) summed leaves first; the product rule's ∂S_c/∂q · F by (T1)."""
+    nb, n = m.nb, m.nv
+    topo, Sw, F, eta, dFq, dFv, sup = m.topo, w.Sw, w.F, w.eta, w.dFq, w.dFv, w.sup
+    for i in range(nb - 1, -1, -1):
+        lam = topo[i, 0]
+        jt, iv, nvj = topo[i, 1], topo[i, 3], topo[i, 5]
+        for c in range(nvj):
+            col = iv + c
+            Sc = Sw[i, c]
+            for dd in range(n):
+                B[col, dd] = dot6(Sc, dFq[i, dd])
+                B[col, n + dd] = dot6(Sc, dFv[i, dd])
+            # (η_λ[d] × S_c) · F_i over the ancestors' directions
             if lam >= 0:
-                F[lam] += F[i]
-                dFq[lam] += dFq[i]
-                dFv[lam] += dFv[i]
-        self.tau = tau
-        return dtq, dtv
+                for kk in range(w.nsup[lam]):
+                    dd = sup[lam, kk]
+                    B[col, dd] += dot6(crm(eta[lam, dd], Sc), F[i])
+            for c2 in range(_moved(jt, nvj, c)):
+                B[col, iv + c2] += dot6(crm(Sw[i, c2], Sc), F[i])
+        if lam >= 0:
+            for r in range(6):
+                F[lam, r] += F[i, r]
+            for dd in range(n):
+                for r in range(6):
+                    dFq[lam, dd, r] += dFq[i, dd, r]
+                    dFv[lam, dd, r] += dFv[i, dd, r]

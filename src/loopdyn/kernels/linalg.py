@@ -105,6 +105,38 @@ def lu_inplace(A, n, piv):
 
 
 @njit(cache=True)
+def lu_nopivot_inplace(A, n, piv):
+    """A = LU in place without row exchanges (``piv`` set to the identity, for
+    ``lu_solve`` / ``lu_solve_rows``); multipliers that are exact zeros are skipped, so
+    the factors keep the sparsity of the elimination graph: O(nnz(L) · n) work.  For
+    matrices whose pivots in order are safe, as a KKT matrix [M, -Jᵀ; J, 0] with M
+    symmetric positive definite and J of full rank ordered q first (its pivots are those
+    of M's factorization, then of -J M⁻¹ Jᵀ), where partial pivoting would fill the
+    factors.  Returns |u|_min / |u|_max (0: a zero pivot; 1 for n = 0); callers judge it
+    and refactor with ``lu_inplace`` where it is poor."""
+    umin = 1e300
+    umax = 0.0
+    for k in range(n):
+        piv[k] = k
+        d = A[k, k]
+        if d == 0.0:
+            return 0.0
+        umin = min(umin, abs(d))
+        umax = max(umax, abs(d))
+        inv = 1.0 / d
+        for i in range(k + 1, n):
+            f = A[i, k]
+            if f != 0.0:
+                f *= inv
+                A[i, k] = f
+                for j in range(k + 1, n):
+                    A[i, j] -= f * A[k, j]
+    if n == 0:
+        return 1.0
+    return umin / umax if umax > 0.0 else 0.0
+
+
+@njit(cache=True)
 def lu_solve(A, n, piv, b):
     """b ← A⁻¹ b from ``lu_inplace``'s factors."""
     for k in range(n):
@@ -141,6 +173,36 @@ def lu_solve_transpose(A, n, piv, b):
         p = piv[k]
         if p != k:
             b[k], b[p] = b[p], b[k]
+
+
+@njit(cache=True)
+def lu_solve_rows(A, n, piv, B):
+    """B ← A⁻¹ B for the k right-hand sides in the columns of B (n × k, C order) from
+    ``lu_inplace``'s factors, row by row: each step updates a whole contiguous row of B,
+    and the factors' exact zeros are skipped, so the solve costs O(nnz(L + U) · k) (the
+    KKT systems of trees with loops keep their factors sparse: O(n · k) on a ladder)
+    plus O(n²) for the scan.  The same operations as ``lu_solve`` column by column."""
+    k = B.shape[1]
+    for i in range(n):
+        p = piv[i]
+        if p != i:
+            for c in range(k):
+                B[i, c], B[p, c] = B[p, c], B[i, c]
+    for i in range(n):
+        for j in range(i):
+            f = A[i, j]
+            if f != 0.0:
+                for c in range(k):
+                    B[i, c] -= f * B[j, c]
+    for i in range(n - 1, -1, -1):
+        for j in range(i + 1, n):
+            f = A[i, j]
+            if f != 0.0:
+                for c in range(k):
+                    B[i, c] -= f * B[j, c]
+        d = A[i, i]
+        for c in range(k):
+            B[i, c] = B[i, c] / d
 
 
 @njit(cache=True)
