@@ -23,6 +23,13 @@ the rounds, and the median:
 
 Families: ``four_bar``; ``four_bar_chain(N)`` and ``geared_chain(N)``, N = 1, 2, 4, …
 256.  The log-log slope of the embedding time over N ≥ 16 is printed per family.
+
+``--chain 16,64,256,512`` instead: on ``four_bar_chain(N)`` only, the bound compiled calls
+of ``embedding`` and ``rcr`` (``Data.bound``, the fast path) and ``ld.aba`` on the same
+tree, timed in alternation (``timing.alternate``, 7 rounds, process CPU time): median µs
+per call and per four-bar, the ratios to ``ld.aba`` as median [min–max] over the rounds,
+and the log-log slope of each over the N given (issue 41: a super-linear term showed as
+a growing ratio, 2.2 → 4.4 from N = 16 to 512).
 """
 
 import argparse
@@ -136,6 +143,49 @@ def family(label, make, Ns, repeat, min_time, dense_max):
     return series
 
 
+def _chain_times(N, rounds, min_time):
+    """(model, rounds × 3 µs) of embedding's and rcr's bound calls and ld.aba, alternated."""
+    model = ld.examples.four_bar_chain(N)
+    q, v, tau = state(model)
+    d = model.data
+    exact = ld.forward_dynamics(model, q, v, tau, method="augmented").qdd
+    fns = []
+    for m in ("embedding", "rcr"):
+        res = ld.forward_dynamics(model, q, v, tau, method=m, data=d)
+        err = np.abs(res.qdd - exact).max() / max(1.0, np.abs(exact).max())
+        assert res.method == m and err < 1e-9, f"N={N}: {m} off by {err:.1e}"
+        bound = d.bound[m][0]
+        out, lam = np.empty(model.nv), np.empty(model.m)
+        fns.append(lambda b=bound, out=out, lam=lam: b(q, v, tau, out, lam))
+    fns.append(lambda: ld.aba(model, q, v, tau, data=d))
+    return model, timing.alternate(fns, rounds, min_time)
+
+
+def chain_scaling(Ns, rounds=7, min_time=0.02):
+    """``--chain``: embedding and rcr (bound calls) against ld.aba on four_bar_chain(N)."""
+    timing.use_cpu_time()
+    names = ("embedding", "rcr", "aba")
+    print(f"four_bar_chain(N), bound calls; process CPU time, {rounds} rounds alternated;")
+    print("median µs (µs per four-bar); x/aba median [min–max] over the rounds")
+    series = []
+    for N in Ns:
+        model, t = _chain_times(N, rounds, min_time)
+        med = [timing.median_us(t, k) for k in range(3)]
+        cells = "  ".join(f"{n} {x:.1f} ({x / N:.2f})" for n, x in zip(names, med, strict=True))
+        ratios = "  ".join(
+            f"{n}/aba {timing.fmt_ratio(timing.ratio(t, k, 2))}" for k, n in enumerate(names[:2])
+        )
+        print(f"N = {N:>4} (nv = {model.nv}): {cells}  {ratios}", flush=True)
+        series.append([N, *med])
+    arr = np.array(series, dtype=float)
+    if len(arr) >= 2:
+        lx = np.log(arr[:, 0])
+        s = [np.polyfit(lx, np.log(arr[:, k]), 1)[0] for k in (1, 2, 3)]
+        Ntxt = ", ".join(str(int(n)) for n in arr[:, 0])
+        print(f"log-log slope over N = {Ntxt}: ", end="")
+        print(f"embedding {s[0]:.3f}, rcr {s[1]:.3f}, aba {s[2]:.3f}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -143,7 +193,11 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="fewer repeats, N up to 64")
     ap.add_argument("--dense-max", type=int, default=64, help="largest N for dense methods")
     ap.add_argument("--wall", action="store_true", help="time with the wall clock")
+    ap.add_argument("--chain", type=str, default=None, help="N list: embedding, rcr vs aba only")
     args = ap.parse_args(argv)
+    if args.chain:
+        chain_scaling([int(x) for x in args.chain.split(",")])
+        return
     global TIMER
     TIMER = time.perf_counter if args.wall else time.process_time
     print(f"timer: {'wall time' if args.wall else 'process CPU time'}; per call µs, min (median)")

@@ -13,7 +13,8 @@ coinciding with B's origin is used for body a's velocity and acceleration.
 
 Levers.  Every row's entries, loads and point motions use the levers p_B - o_j
 from B's origin to the origins of the bodies j on the paths of a and b
-(``closure_levers``, kept in ``d.lev[k, j]`` for every method), and Φ uses
+(``closure_levers``, kept in ``d.lev[k, j]`` for every method, on the loop's own
+paths and its root only), and Φ uses
 p_B - p_A.  They are summed from the model's local offsets (the frames' and the
 joints' placements, rotated) along the loop from its root, the nearest common
 ancestor of a and b, not taken as differences of world positions: a lever of
@@ -154,8 +155,9 @@ def _side_levers(m, d, k, side, c):
 @njit(cache=True)
 def closure_levers(m, d, k, c):
     """``d.lev[k, j]`` = p_B - o_j (world axes) for every body j on the paths from
-    closure k's bodies a and b to the ground; returns p_B - p_A.  ``c``: the loop's
-    root, ``_common_ancestor`` of a and b.
+    closure k's bodies a and b up to the loop's root c, c included (the other entries
+    of ``d.lev[k]`` are not written); returns p_B - p_A.  ``c``: the loop's root,
+    ``_common_ancestor`` of a and b.  O(loop path), independent of c's depth.
 
     Summed from local offsets (frames' and joints' placements rotated by the
     body poses, ``Xrel`` and ``Xw``), from each frame up to the loop's root c (the
@@ -166,7 +168,7 @@ def closure_levers(m, d, k, c):
     two root bodies' world placements (the model's own numbers).  Each lever is exact
     to the rounding of the loop's own offsets, wherever the loop is in the world.
     """
-    topo, Xw, Xrel, lev = m.topo, d.Xw, d.Xrel, d.lev[k]
+    topo, lev = m.topo, d.lev[k]
     a = m.cl_body[k, 0]
     # unliteral: one compiled _side_levers for both sides, not one per constant
     B0, B1, B2, ob0, ob1, ob2 = _side_levers(m, d, k, unliteral(1), c)
@@ -180,13 +182,11 @@ def closure_levers(m, d, k, c):
         lev[j, 1] += D1
         lev[j, 2] += D2
         j = topo[j, 0]
-    # the common ancestors: p_B - o_j, one lever for both sides
-    j = c
-    while j >= 0:
-        lev[j, 0], lev[j, 1], lev[j, 2] = B0, B1, B2
-        p = topo[j, 0]
-        B0, B1, B2 = _up(Xw, Xrel, p, j, B0, B1, B2)
-        j = p
+    # the root: p_B - o_c (a closure body may be c itself: a loop closed on an ancestor).
+    # Not above c: there both sides' columns cancel, and a walk to the ground per loop
+    # was O(depth), O(N²) per call on a chain of N loops (issue 41)
+    if c >= 0:
+        lev[c, 0], lev[c, 1], lev[c, 2] = B0, B1, B2
     return D0, D1, D2
 
 
@@ -214,11 +214,14 @@ def _relative_motions(m, d, b, c, v):
 
 
 @njit(cache=True)
-def _add_jacobian_rows(topo, Xw, S, b, lev, sign, r0, r1, row_int, rw, J):
-    """J[r0:r1] += sign · (closure rows) · (world point Jacobian of body b at p_B),
-    with the levers p_B - o_j of ``lev`` (``closure_levers``)."""
+def _add_jacobian_rows(m, d, k, b, c, sign, r0, r1):
+    """J[r0:r1] += sign · (rows r0:r1 of closure k) · (world point Jacobian of body b at
+    p_B) on the bodies from b up to the loop's root c (excluded), with the levers
+    p_B - o_j of ``d.lev[k]`` (``closure_levers``).  Above c both sides of a loop carry
+    the same columns, which cancel exactly: those entries stay the 0 J starts from."""
+    topo, Xw, S, row_int, rw, J, lev = m.topo, d.Xw, d.S, m.row_int, d.rw, d.J, d.lev[k]
     j = b
-    while j >= 0:
+    while j != c and j >= 0:
         iv = topo[j, 3]
         d0, d1, d2 = lev[j, 0], lev[j, 1], lev[j, 2]
         for k in range(topo[j, 5]):
@@ -628,12 +631,10 @@ def closure_terms(m, d, q, v, with_v, want_J):
                     J[rr, row_int[rr, 3]] += 1.0
                     J[rr, row_int[rr, 2]] -= row_vec[rr, 0, 0]
             else:
-                _add_jacobian_rows(
-                    m.topo, Xw, d.S, m.cl_body[k, 1], d.lev[k], 1.0, r0, r1, row_int, rw, J
-                )
-                _add_jacobian_rows(
-                    m.topo, Xw, d.S, m.cl_body[k, 0], d.lev[k], -1.0, r0, r1, row_int, rw, J
-                )
+                a, b = m.cl_body[k, 0], m.cl_body[k, 1]
+                c = _common_ancestor(m.topo, a, b)
+                _add_jacobian_rows(m, d, k, b, c, 1.0, r0, r1)
+                _add_jacobian_rows(m, d, k, a, c, -1.0, r0, r1)
             r0 = r1
 
 

@@ -72,7 +72,7 @@ from loopdyn.kernels.spatial import (
     rigid_inertia_to_parent_add,
 )
 from loopdyn.kernels.views import handles
-from loopdyn.kinematics.closures import bias_accelerations, closure_terms
+from loopdyn.kinematics.closures import _common_ancestor, bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods.common import (
     DIAG_ASCALE,
@@ -290,8 +290,8 @@ def loop_jacobian(m, d, ip, fw, s):
     A closure row (``loopdyn.kinematics.closures``): J v = u·(v_B − v_A(p_B)) for a
     translation, n·(ω_B − ω_A) for a rotation (world vectors ``d.rw``); its entries in
     θ_𝒮 are the point-Jacobian columns R_j S_j of the members on the paths from the two
-    closure bodies up to 𝒮's root, + for body B and − for body A (above the root both
-    sides carry the same columns, which cancel).  A coupling row (Sec. 5.1):
+    closure bodies up to the loop's root c (excluded; within 𝒮), + for body B and − for
+    body A (from c up both sides carry the same columns, which cancel).  A coupling row (Sec. 5.1):
     J = e_b − ratio e_a.  γ_𝒮 is ``d.gamma`` on the rows (0 for a coupling).
     """
     topo, Xw, S, rw = m.topo, d.Xw, d.S, d.rw
@@ -317,11 +317,12 @@ def loop_jacobian(m, d, ip, fw, s):
         trans = row_int[rr, 1] == TRANSLATION
         u0, u1, u2 = rw[rr, 0, 0], rw[rr, 0, 1], rw[rr, 0, 2]
         n0, n1, n2 = rw[rr, 2, 0], rw[rr, 2, 1], rw[rr, 2, 2]
-        lev = d.lev[k]  # p_B - o_j (closure_levers)
+        lev = d.lev[k]  # p_B - o_j (closure_levers: up to the loop's root c only)
+        c = _common_ancestor(topo, cl_body[k, 0], cl_body[k, 1])
         for side in range(2):
             sign = 1.0 if side == 1 else -1.0
             j = cl_body[k, side]
-            while j >= 0 and aggof[j] == s:
+            while j != c and j >= 0 and aggof[j] == s:
                 d0, d1, d2 = lev[j, 0], lev[j, 1], lev[j, 2]
                 c0 = colstart[j]
                 for kk in range(topo[j, 5]):
