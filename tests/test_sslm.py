@@ -351,8 +351,16 @@ def test_carpet_scraper_parameters_and_full_crank_turn():
 
 def test_three_rrr_parameters():
     model = closed_model("three_rrr")
-    np.testing.assert_allclose(model.masses, [3, 3, 8, 3, 3, 3, 3])
+    # Table 1: proximal #1, #6, #7 3 kg; distal #2, #4, #5 4 kg; platform #3 8 kg
+    np.testing.assert_allclose(model.masses, [3, 4, 8, 4, 4, 3, 3])
     np.testing.assert_allclose(model.q0[model.actuated], THREE_RRR_THETA)
+    # Table 1's lengths: proximal 0.4 m (joint 1 to joint 2), distal 0.6 m (joint 2 to 3)
+    q = model.q0
+    _, j2 = ld.frame_placement(model, q, "link2")
+    _, j3 = ld.frame_placement(model, q, "link3")
+    _, j1 = ld.frame_placement(model, q, "link1")
+    assert np.linalg.norm(j2 - j1) == pytest.approx(0.4, abs=1e-12)
+    assert np.linalg.norm(j3 - j2) == pytest.approx(0.6, abs=1e-12)
     # the platform is an equilateral triangle of side 0.4 m
     P = [ld.frame_placement(model, model.q0, f)[1] for f in ("link3", "link4", "link5")]
     for a, b in [(0, 1), (1, 2), (2, 0)]:

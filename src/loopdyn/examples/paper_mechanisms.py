@@ -137,16 +137,21 @@ def carpet_scraper(theta1=0.0):
     return model
 
 
-# 3-RRR: base triangle chosen here (side 1.2 m, centred at the origin)
+# 3-RRR (Table 1): proximal links #1, #6, #7 0.4 m, 3 kg; distal links #2, #4, #5 0.6 m,
+# 4 kg; platform #3 side 0.4 m, 8 kg.  Base triangle chosen here (side 1.6 m, centred at
+# the origin).
 _RRR_L = 0.4
+_RRR_M = 3.0
+_RRR_LD = 0.6
+_RRR_MD = 4.0
 _RRR_SIDE = 0.4
-_RRR_BASE_SIDE = 1.2
+_RRR_BASE_SIDE = 1.6
 
 
 def three_rrr_base():
-    """Ground pivots B1, B2, B3 (3, 2): an equilateral triangle of side 1.2 m about the origin.
+    """Ground pivots B1, B2, B3 (3, 2): an equilateral triangle of side 1.6 m about the origin.
 
-    B_k = R (cos(240° + 120° k), sin(240° + 120° k)), R = 1.2/√3: B1 lower left,
+    B_k = R (cos(240° + 120° k), sin(240° + 120° k)), R = 1.6/√3: B1 lower left,
     B2 on the +x axis, B3 upper left.
     """
     R = _RRR_BASE_SIDE / np.sqrt(3.0)
@@ -164,8 +169,10 @@ def _triangle_plate(mass, side):
 def three_rrr(theta=THREE_RRR_THETA):
     """The 3-RRR planar parallel manipulator of Sec. 4.2 (7 links, 9 joints, 2 loops, 3 DOF).
 
-    Proximal links #1, #6, #7 and distal links #2, #4, #5: 0.4 m, 3 kg each;
-    platform #3: equilateral triangle of side 0.4 m, 8 kg (uniform plate).  Joints:
+    Table 1: proximal links #1, #6, #7 0.4 m, 3 kg; distal links #2, #4, #5 0.6 m,
+    4 kg; platform #3: equilateral triangle of side 0.4 m, 8 kg (uniform plate).
+    (Until issue 41 the distal links were 0.4 m, 3 kg on a base of side 1.2 m: not
+    the paper's.)  Joints:
     1 ground–#1, 2 #1–#2, 3 #2–#3 (platform vertex P1), 4 #3–#4 (P2), 5 #3–#5 (P3),
     8 ground–#6, 9 ground–#7; actuated 1, 8, 9.  The cut joints 6 (#4–#6) and
     7 (#5–#7) close loops 1: 1-2-3-4-6-8-1 and 2: 1-2-3-5-7-9-1.  Subsystems:
@@ -178,13 +185,15 @@ def three_rrr(theta=THREE_RRR_THETA):
     frame sits at P1 with x along P1→P2, P3 at +60°.
 
     Base chosen here (not in the paper): pivots at the vertices of an equilateral
-    triangle of side 1.2 m (``three_rrr_base``), for which Table 2's actuated
+    triangle of side 1.6 m (``three_rrr_base``), for which Table 2's actuated
     angles ``theta`` = (θ1, θ6, θ7) = (1.04, 4.1883, 5.7637) rad assemble with the
-    platform near the centre (P1 ≈ (0.251, -0.321), platform angle ≈ 1.157 rad) and
-    elbows well away from the serial and parallel singularities.  ``q0``:
-    that assembly.
+    platform near the centre (P1 ≈ (0.304, -0.248), platform angle ≈ 1.383 rad) and
+    elbows away from the serial and parallel singularities (searched among base sides
+    0.6–2.0 m and orientations: the smallest of the three elbow sines is 0.64, the
+    parallel-singularity measure σ_min/σ_max of the platform Jacobian 0.26, near the
+    best found).  ``q0``: that assembly.
     """
-    L, d = _RRR_L, _RRR_SIDE
+    L, Ld, d = _RRR_L, _RRR_LD, _RRR_SIDE
     B = three_rrr_base()
     b = ModelBuilder("three_rrr", gravity=G_PLANAR, planar=True)
     b.add_body(
@@ -194,17 +203,18 @@ def three_rrr(theta=THREE_RRR_THETA):
         xyz=(*B[0], 0),
         joint_name="j1",
         actuated=True,
-        **rod(3.0, L),
+        **rod(_RRR_M, L),
     )
-    b.add_body("link2", "link1", Revolute("z"), xyz=(L, 0, 0), joint_name="j2", **rod(3.0, L))
+    b.add_body("link2", "link1", Revolute("z"), xyz=(L, 0, 0), joint_name="j2", **rod(_RRR_MD, Ld))
     b.add_body(
-        "link3", "link2", Revolute("z"), xyz=(L, 0, 0), joint_name="j3", **_triangle_plate(8.0, d)
-    )
-    b.add_body("link4", "link3", Revolute("z"), xyz=(d, 0, 0), joint_name="j4", **rod(3.0, L))
+        "link3", "link2", Revolute("z"), xyz=(Ld, 0, 0), joint_name="j3",
+        **_triangle_plate(8.0, d),
+    )  # fmt: skip
+    b.add_body("link4", "link3", Revolute("z"), xyz=(d, 0, 0), joint_name="j4", **rod(_RRR_MD, Ld))
     p3 = d * _u(np.pi / 3)
     b.add_body(
         "link5", "link3", Revolute("z"), xyz=(*p3, 0), rpy=(0, 0, np.pi / 3), joint_name="j5",
-        **rod(3.0, L),
+        **rod(_RRR_MD, Ld),
     )  # fmt: skip
     b.add_body(
         "link6",
@@ -213,7 +223,7 @@ def three_rrr(theta=THREE_RRR_THETA):
         xyz=(*B[1], 0),
         joint_name="j8",
         actuated=True,
-        **rod(3.0, L),
+        **rod(_RRR_M, L),
     )
     b.add_body(
         "link7",
@@ -222,11 +232,11 @@ def three_rrr(theta=THREE_RRR_THETA):
         xyz=(*B[2], 0),
         joint_name="j9",
         actuated=True,
-        **rod(3.0, L),
+        **rod(_RRR_M, L),
     )
-    b.add_frame("j6_on_link4", "link4", xyz=(L, 0, 0))
+    b.add_frame("j6_on_link4", "link4", xyz=(Ld, 0, 0))
     b.add_frame("j6_on_link6", "link6", xyz=(L, 0, 0))
-    b.add_frame("j7_on_link5", "link5", xyz=(L, 0, 0))
+    b.add_frame("j7_on_link5", "link5", xyz=(Ld, 0, 0))
     b.add_frame("j7_on_link7", "link7", xyz=(L, 0, 0))
     b.add_closure("j6", "j6_on_link4", "j6_on_link6", "revolute")
     b.add_closure("j7", "j7_on_link5", "j7_on_link7", "revolute")
@@ -247,17 +257,17 @@ def three_rrr(theta=THREE_RRR_THETA):
     return model
 
 
-def _rrr_platform(B, theta, x0=(0.2506, -0.3208, 1.1568)):
+def _rrr_platform(B, theta, x0=(0.3039, -0.2484, 1.3832)):
     """Platform pose (P1x, P1y, α7) closing the three legs at proximal angles ``theta``."""
     from scipy.optimize import fsolve
 
-    L, d = _RRR_L, _RRR_SIDE
+    L, Ld, d = _RRR_L, _RRR_LD, _RRR_SIDE
     E = [B[k] + L * _u(t) for k, t in enumerate(theta)]
 
     def F(x):
         P1, a = x[:2], x[2]
         P = (P1, P1 + d * _u(a), P1 + d * _u(a + np.pi / 3))
-        return [np.sum((P[k] - E[k]) ** 2) - L**2 for k in range(3)]
+        return [np.sum((P[k] - E[k]) ** 2) - Ld**2 for k in range(3)]
 
     return fsolve(F, np.asarray(x0, float), xtol=1e-13)
 

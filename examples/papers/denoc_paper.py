@@ -1,7 +1,10 @@
 """Saha & Schiehlen, Sec. VI, with their own method: DeNOC inverse and forward dynamics.
 
-    python examples/denoc_paper.py              # figures and denoc_paper.json in out/
-    python examples/denoc_paper.py --out figs   # elsewhere
+    python examples/papers/denoc_paper.py           # figures in docs/img/papers/ (~3 min)
+    python examples/papers/denoc_paper.py --quick   # shorter runs, for the tests
+    python examples/papers/denoc_paper.py --out figs   # elsewhere
+
+Prints ``KEY name = value`` lines (tests/test_papers.py) and writes denoc_paper.json.
 
 Everything dynamic here goes through ``loopdyn.methods.denoc`` (IDA-1..3 for the
 torques, FDA-1..3 and eq. (25) for the accelerations); ``ld.simulate`` (augmented
@@ -15,17 +18,23 @@ Four-bar (Sec. VI.A): θ1 30° → 90° in T = 20 s, cycloidal (eqs. 35–36)
   fig5_four_bar_kinematics.png  joint angles, rates, accelerations (Fig. 5)
   fig6_four_bar_torque.png      τ1 by IDA (Fig. 6), and its difference to ld.inverse_dynamics
   fig7_four_bar_free_fall.png   free fall from θ1 = 90° at rest (Fig. 7): θ1(t), energy
-  fig8_four_bar_forced.png      the IDA torque fed forward, and the feedback law (37) (Fig. 8)
+  fig8_four_bar_forced.png      the IDA torque fed forward, and the feedback law (37) (Fig. 8);
+                                where the open loop leaves the desired path (> 0.01 rad) for
+                                several error sources: tolerance, the torque sampled every
+                                t̄ = 0.02 s, fixed-step RK4 at the paper's 0.2 s, an initial error
 Five-bar (Sec. VI.B), the end-effector below the elbows (the branch on which DeNOC's
 free fall stops near the paper's 1.4 s; above them it stops at 0.48 s):
+  fig10_five_bar_angles.png     θ1, θ2 of both legs along the trajectory (Fig. 10)
   fig11_five_bar_torques.png    τ1⁽¹⁾, τ1⁽²⁾ by IDA along θ1⁽¹⁾ 30° → 90°, θ1⁽²⁾ 30° → 70.3°
                                 in 20 s (eqs. 35, 38–39; Fig. 11)
   fig12_five_bar_free_fall.png  free fall from 80°/70° (Fig. 12): DeNOC in (θ1⁽¹⁾, θ1⁽²⁾) stops
                                 where Φ of eq. (14a) turns singular; full coordinates go on
+  fig13_five_bar_forced.png     the IDA torques fed forward open loop (Fig. 13; the paper's
+                                program stops at 3.2 s), and with feedback (37)
 """
 
-import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -37,8 +46,12 @@ from loopdyn.analysis.motion import PrescribedMotion, cycloidal
 from loopdyn.examples.planar import circle_intersection
 from loopdyn.methods import denoc
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import key, parse
+
 T = 20.0
 DEG = np.pi / 180.0
+QUICK = False  # set by --quick: fewer samples, shorter free and forced runs
 
 
 def _plt():
@@ -125,7 +138,7 @@ def four_bar_inverse(out, results):
     model = ld.examples.four_bar()
     pm = PrescribedMotion(model, four_bar_motion)
     mm = MinimalModel(model, model.q0)
-    ts = np.linspace(0.0, T, 1001)  # the paper's t̄ = 0.02 s
+    ts = np.linspace(0.0, T, 201 if QUICK else 1001)  # the paper's t̄ = 0.02 s
     Q, V, A, tau, diff, dv = [], [], [], [], [], []
     for t in ts:
         q, v_ref, qdd = pm.state(t)  # positions by assembly, q̇ and q̈ (for the reference)
@@ -148,6 +161,10 @@ def four_bar_inverse(out, results):
         "max_unactuated_rate_difference_to_complete_velocity": float(max(dv)),
         "max_difference_to_ld_inverse_dynamics": float(max(diff)),
     }
+    key("four_bar_fig6_tau1_start", float(tau[0]))
+    key("four_bar_fig6_tau1_end", float(tau[-1]))
+    key("four_bar_fig6_ida_vs_inverse_dynamics", float(max(diff)))
+    key("four_bar_fig5_rates_11b_vs_null_space", float(max(dv)))
     fig, ax = plt.subplots(1, 3, figsize=(14, 4))
     labels = ("θ1 (crank)", "θ2 (coupler, relative)", "θ3 (rocker, from the ground line)")
     for i, lab in enumerate(labels):
@@ -161,22 +178,23 @@ def four_bar_inverse(out, results):
     for a in ax:
         a.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out / "fig5_four_bar_kinematics.png", dpi=110)
+    fig.savefig(out / "denoc_fig5_four_bar_kinematics.png", dpi=110)
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(ts, tau)
     ax.set(xlabel="t (s)", ylabel="τ1 (N·m)", title="Fig. 6: τ1 by DeNOC inverse dynamics")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out / "fig6_four_bar_torque.png", dpi=110)
+    fig.savefig(out / "denoc_fig6_four_bar_torque.png", dpi=110)
     plt.close(fig)
 
 
-def four_bar_free_fall(out, results, t_end=20.0):
+def four_bar_free_fall(out, results, t_end=None):
     """Fig. 7: free fall from θ1 = 90° at rest, minimal coordinates; ld.simulate as reference."""
     plt = _plt()
+    t_end = t_end or (5.0 if QUICK else 20.0)
     model = ld.examples.four_bar(theta1=90 * DEG)
-    ts = np.linspace(0.0, t_end, 2001)
+    ts = np.linspace(0.0, t_end, 501 if QUICK else 2001)
     mm = MinimalModel(model, model.q0)
     t0 = time.perf_counter()
     sol, stop = mm.simulate(t_end, ts)
@@ -191,6 +209,8 @@ def four_bar_free_fall(out, results, t_end=20.0):
         "energy": float(E[0]),
         "max_theta1_difference_to_ld_simulate": float(np.abs(sol.y[0] - ref.q[:, 0]).max()),
     }
+    key("four_bar_fig7_energy_drift", float(np.abs(E - E[0]).max()))
+    key("four_bar_fig7_denoc_vs_ld_simulate", float(np.abs(sol.y[0] - ref.q[:, 0]).max()))
     fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     ax[0].plot(sol.t, np.rad2deg(sol.y[0]), label="DeNOC, minimal coordinates")
     ax[0].plot(ref.t, np.rad2deg(ref.q[:, 0]), "--", label="ld.simulate (augmented)")
@@ -201,22 +221,93 @@ def four_bar_free_fall(out, results, t_end=20.0):
     for a in ax:
         a.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out / "fig7_four_bar_free_fall.png", dpi=110)
+    fig.savefig(out / "denoc_fig7_four_bar_free_fall.png", dpi=110)
     plt.close(fig)
 
 
+def integrate(mm, y0, t_end, ts, rtol, desired, method="DOP853"):
+    """θ̈ = f(θ, θ̇) of ``mm`` from y0 (solve_ivp, or fixed-step "RK4 0.2"); stops at a
+    SingularityError/AssemblyError or once |θ - θ_d| > 0.5 rad (``desired(t)``).
+    Returns (t, θ (n, len t), stop message or None)."""
+    n = mm.act.size
+
+    def off(t, y):
+        return 0.5 - np.abs(y[:n] - desired(t)).max()
+
+    off.terminal = True
+    stop = {}
+
+    def rhs(t, y):
+        try:
+            return mm.rhs(t, y)
+        except (ld.SingularityError, ld.AssemblyError) as e:
+            stop.setdefault("t", t)
+            stop.setdefault("error", f"{type(e).__name__}: {str(e)[:100]}")
+            raise
+
+    if method == "RK4 0.2":  # fixed step, no error control
+        h, y, t, T_, Y = 0.2, np.array(y0, float), 0.0, [0.0], [np.array(y0, float)]
+        try:
+            while t < t_end - 1e-9 and off(t, y) > 0:
+                k1 = rhs(t, y)
+                k2 = rhs(t + h / 2, y + h / 2 * k1)
+                k3 = rhs(t + h / 2, y + h / 2 * k2)
+                k4 = rhs(t + h, y + h * k3)
+                y, t = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4), t + h
+                T_.append(t)
+                Y.append(y)
+        except (ld.SingularityError, ld.AssemblyError):
+            pass
+        return np.array(T_), np.array(Y).T[:n], stop.get("error")
+    try:
+        sol = solve_ivp(rhs, (0.0, t_end), y0, method=method, t_eval=ts, rtol=rtol, atol=rtol,
+                        events=off)  # fmt: skip
+        return sol.t, sol.y[:n], stop.get("error")
+    except (ld.SingularityError, ld.AssemblyError):
+        return None, None, stop.get("error") + f" at t = {stop['t']:.3f} s"
+
+
+def first_exceed(t, th, desired, tol=1e-2):
+    """First time |θ - θ_d| > tol (None if never)."""
+    err = np.array([np.abs(th[:, k] - desired(tk)).max() for k, tk in enumerate(t)])
+    bad = np.flatnonzero(err > tol)
+    return (float(t[bad[0]]) if bad.size else None), err
+
+
 def four_bar_forced(out, results):
-    """Fig. 8: the IDA torque fed forward (open loop), and the feedback law (37), λ = 1."""
+    """Fig. 8: the IDA torque fed forward (open loop), and the feedback law (37), λ = 1.
+
+    The open loop leaves the desired path (the paper: after ~2.25 s, NEWMOS's
+    Adams–Bashforth–Moulton at a 0.2 s step and tolerance 1e-6).  Where it leaves depends
+    on the error the unstable motion amplifies; measured here for: the tolerance (1e-10,
+    1e-6), the torque sampled on the paper's t̄ = 0.02 s grid and interpolated linearly,
+    fixed-step RK4 at 0.2 s, and an initial error of 1e-3 rad."""
     plt = _plt()
     model = ld.examples.four_bar()
-    ts = np.linspace(0.0, T, 401)
-    desired = np.array([four_bar_motion(t)[0] for t in ts])
+    t_end = 12.0 if QUICK else T
+    ts = np.arange(0.0, t_end + 1e-9, 0.02)
+
+    def desired(t):
+        return np.atleast_1d(four_bar_motion(t)[0])
+
+    pm = PrescribedMotion(model, four_bar_motion)
+    grid = np.linspace(0.0, T, 1001)  # t̄ = 0.02 s
+    U = []
+    for t in grid:
+        qd, vd, ad = pm.state(t)
+        U.append(denoc.inverse(model, qd, vd, ad)[0])
+    U = np.array(U)
     pm = PrescribedMotion(model, four_bar_motion)
 
     def feedforward(t, q, v):
         qd, vd, ad = pm.state(t)
         out = np.zeros(model.nv)
         out[model.actuated] = denoc.inverse(model, qd, vd, ad)
+        return out
+
+    def sampled(t, q, v):
+        out = np.zeros(model.nv)
+        out[model.actuated] = np.interp(t, grid, U)
         return out
 
     def feedback(t, q, v, lam=1.0):
@@ -230,25 +321,37 @@ def four_bar_forced(out, results):
         out[act] = denoc.inverse(model, q, v, a)
         return out
 
+    cases = [("open loop, rtol 1e-6 (the paper's tolerance)", feedforward, 1e-6, 0.0, "DOP853")]
+    if not QUICK:
+        cases += [
+            ("open loop, rtol 1e-10", feedforward, 1e-10, 0.0, "DOP853"),
+            ("open loop, τ sampled every 0.02 s, linear", sampled, 1e-6, 0.0, "DOP853"),
+            ("open loop, RK4 at a fixed 0.2 s", feedforward, None, 0.0, "RK4 0.2"),
+            ("open loop, initial error 1e-3 rad", feedforward, 1e-6, 1e-3, "DOP853"),
+        ]
+    cases.append(("feedback (37), λ = 1", feedback, 1e-10 if not QUICK else 1e-8, 0.0, "DOP853"))
     res = results.setdefault("four_bar_forced", {})
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    ax.plot(ts, np.rad2deg(desired), "k--", lw=2, label="org")
-    for label, ctl in (("open loop", feedforward), ("feedback (37), λ = 1", feedback)):
+    ax.plot(grid, np.rad2deg(np.array([desired(t)[0] for t in grid])), "k--", lw=2, label="org")
+    for label, ctl, rtol, eps, method in cases:
         mm = MinimalModel(model, model.q0, tau=ctl)
-        sol, _ = mm.simulate(T, ts)
-        err = sol.y[0] - desired[: sol.y.shape[1]]
-        bad = np.flatnonzero(np.abs(err) > 1e-2)
-        res[label] = {
-            "diverges_at": float(sol.t[bad[0]]) if bad.size else None,
-            "max_error": float(np.abs(err).max()),
-        }
-        ax.plot(sol.t, np.rad2deg(sol.y[0]), label=f"sim, {label}")
+        pm._q = np.array(model.q0)
+        y0 = np.array([model.q0[0] + eps, 0.0])
+        t, th, _ = integrate(mm, y0, t_end, ts, rtol, desired, method)
+        t_out, err = first_exceed(t, th, desired)
+        res[label] = {"diverges_at": t_out, "max_error": float(err.max())}
+        print(f"  Fig. 8 {label}: leaves the path (> 0.01 rad) at {t_out} s; "
+              f"max error {err.max():.2e} rad")  # fmt: skip
+        ax.plot(t, np.rad2deg(th[0]), label=f"sim, {label}")
+    first = res[cases[0][0]]["diverges_at"]
+    key("four_bar_fig8_open_loop_leaves_at_rtol1e-6", first if first is not None else -1.0)
+    key("four_bar_fig8_feedback_max_error", res[cases[-1][0]]["max_error"])
     ax.set(xlabel="t (s)", ylabel="θ1 (deg)", title="Fig. 8: forced simulation of the four-bar")
-    ax.set_ylim(-200, 250)
-    ax.legend(fontsize=8)
+    ax.set_ylim(0, 120)
+    ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out / "fig8_four_bar_forced.png", dpi=110)
+    fig.savefig(out / "denoc_fig8_four_bar_forced.png", dpi=100)
     plt.close(fig)
 
 
@@ -270,15 +373,17 @@ def five_bar_motion(t):
 
 
 def five_bar_torques(out, results):
-    """Fig. 11: τ1⁽¹⁾ and τ1⁽²⁾ by IDA along eqs. (35), (38)–(39)."""
+    """Figs. 10–11: the joint angles of both legs and τ1⁽¹⁾, τ1⁽²⁾ by IDA along eqs. (35),
+    (38)–(39); θ3⁽²⁾ = [θ1 + θ2]⁽¹⁾ - [θ1 + θ2]⁽²⁾ (the angle between the distal links)."""
     plt = _plt()
     model, q0 = five_bar(30 * DEG, 30 * DEG)
     pm = PrescribedMotion(model, five_bar_motion, q_start=q0)
-    ts = np.linspace(0.0, T, 1001)
-    tau, diff = [], []
+    ts = np.linspace(0.0, T, 201 if QUICK else 1001)
+    tau, diff, Q = [], [], []
     for t in ts:
         q, v, qdd = pm.state(t)
         u = denoc.inverse(model, q, v, qdd)
+        Q.append(q)
         tau.append(u)
         diff.append(np.abs(u - ld.inverse_dynamics(model, q, v, qdd).u).max())
     tau = np.array(tau)
@@ -289,6 +394,27 @@ def five_bar_torques(out, results):
         "tau_max": tau.max(axis=0).tolist(),
         "max_difference_to_ld_inverse_dynamics": float(max(diff)),
     }
+    key("five_bar_fig11_tau_start", tau[0].tolist())
+    key("five_bar_fig11_tau_end", tau[-1].tolist())
+    key("five_bar_fig11_ida_vs_inverse_dynamics", float(max(diff)))
+    Q = np.rad2deg(np.array(Q))
+    th3 = Q[:, 0] + Q[:, 1] - Q[:, 2] - Q[:, 3]
+    key("five_bar_fig10_leg1_theta2_range_deg", [float(Q[:, 1].min()), float(Q[:, 1].max())])
+    key("five_bar_fig10_leg2_theta2_range_deg", [float(Q[:, 3].min()), float(Q[:, 3].max())])
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    ax[0].plot(ts, Q[:, 0], label="θ1⁽¹⁾ (actuated)")
+    ax[0].plot(ts, Q[:, 1], label="θ2⁽¹⁾")
+    ax[1].plot(ts, Q[:, 2], label="θ1⁽²⁾ (actuated)")
+    ax[1].plot(ts, Q[:, 3], label="θ2⁽²⁾")
+    ax[1].plot(ts, th3, label="θ3⁽²⁾ = [θ1+θ2]⁽¹⁾ - [θ1+θ2]⁽²⁾")
+    for a, leg in zip(ax, (1, 2), strict=True):
+        title = f"Fig. 10({'ab'[leg - 1]}): joint angles, leg {leg}"
+        a.set(xlabel="t (s)", ylabel="deg", title=title)
+        a.legend(fontsize=8)
+        a.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "denoc_fig10_five_bar_angles.png", dpi=100)
+    plt.close(fig)
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(ts, tau[:, 0], label="τ1⁽¹⁾")
     ax.plot(ts, tau[:, 1], label="τ1⁽²⁾")
@@ -296,7 +422,7 @@ def five_bar_torques(out, results):
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out / "fig11_five_bar_torques.png", dpi=110)
+    fig.savefig(out / "denoc_fig11_five_bar_torques.png", dpi=110)
     plt.close(fig)
 
 
@@ -331,6 +457,7 @@ def five_bar_free_fall(out, results, t_end=3.0):
             np.abs(sol.y[:2, :m].T - ref.q[:m][:, model.actuated]).max()
         )
         results.setdefault("five_bar_free_fall", {})[f"end-effector {branch}"] = entry
+        key(f"five_bar_fig12_denoc_stops_at_{branch}", entry["denoc_stopped_at"] or -1.0)
         for k, (name, c) in enumerate((("θ1⁽¹⁾", "C0"), ("θ1⁽²⁾", "C1"))):
             if below:
                 ax.plot(ref.t, np.rad2deg(ref.q[:, model.actuated[k]]), "--", color=c,
@@ -344,25 +471,86 @@ def five_bar_free_fall(out, results, t_end=3.0):
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out / "fig12_five_bar_free_fall.png", dpi=110)
+    fig.savefig(out / "denoc_fig12_five_bar_free_fall.png", dpi=110)
+    plt.close(fig)
+
+
+def five_bar_forced(out, results):
+    """Fig. 13: the IDA torques of Fig. 11 fed forward open loop in DeNOC's minimal
+    coordinates (the paper's program stops at 3.2 s, "as it apparently hits a singular
+    configuration"), and with the feedback (37), λ = 1, per leg."""
+    plt = _plt()
+    model, q0 = five_bar(30 * DEG, 30 * DEG)
+    t_end = 8.0 if QUICK else T
+    ts = np.arange(0.0, t_end + 1e-9, 0.02)
+
+    def desired(t):
+        return five_bar_motion(t)[0]
+
+    pm = PrescribedMotion(model, five_bar_motion, q_start=q0)
+
+    def feedforward(t, q, v):
+        qd, vd, ad = pm.state(t)
+        out = np.zeros(model.nv)
+        out[model.actuated] = denoc.inverse(model, qd, vd, ad)
+        return out
+
+    def feedback(t, q, v, lam=1.0):
+        th, dth, ddth = five_bar_motion(t)
+        act = model.actuated
+        a = np.zeros(model.nv)
+        a[act] = ddth - 2 * lam * (v[act] - dth) - lam**2 * (q[act] - th)
+        out = np.zeros(model.nv)
+        out[act] = denoc.inverse(model, q, v, a)
+        return out
+
+    res = results.setdefault("five_bar_forced", {})
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    for k in range(2):
+        ax[k].plot(ts, np.rad2deg([desired(t)[k] for t in ts]), "k--", lw=2, label="org")
+    for label, ctl, rtol in (("open loop", feedforward, 1e-6), ("feedback (37), λ = 1", feedback,
+                                                                 1e-8)):  # fmt: skip
+        mm = MinimalModel(model, q0, tau=ctl)
+        pm._q = np.array(q0)
+        t, th, stop = integrate(mm, np.array([30 * DEG, 30 * DEG, 0.0, 0.0]), t_end, ts, rtol,
+                                desired)  # fmt: skip
+        if t is None:
+            res[label] = {"stopped": stop}
+            print(f"  Fig. 13 {label}: {stop}")
+            continue
+        t_out, err = first_exceed(t, th, desired)
+        ended = float(t[-1]) if t[-1] < t_end - 1e-9 else None
+        res[label] = {"diverges_at": t_out, "max_error": float(err.max()), "ended_at": ended}
+        print(f"  Fig. 13 {label}: leaves the path (> 0.01 rad) at {t_out} s; run ended at "
+              f"{ended or t_end} s; max error {err.max():.2e} rad")  # fmt: skip
+        for k in range(2):
+            ax[k].plot(t, np.rad2deg(th[k]), label=f"sim, {label}")
+    ol = res.get("open loop", {})
+    key("five_bar_fig13_open_loop_leaves_at", ol.get("diverges_at") or -1.0)
+    key("five_bar_fig13_feedback_max_error", res["feedback (37), λ = 1"]["max_error"])
+    for k in range(2):
+        ax[k].set(xlabel="t (s)", ylabel="deg", ylim=(0, 130),
+                  title=f"Fig. 13({'ab'[k]}): forced simulation, θ1⁽{k + 1}⁾")  # fmt: skip
+        ax[k].legend(fontsize=8)
+        ax[k].grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "denoc_fig13_five_bar_forced.png", dpi=100)
     plt.close(fig)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--out", default="out", help="output folder (default out/)")
-    args = ap.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    global QUICK
+    args = parse(__doc__, argv)
+    QUICK = args.quick
+    out = args.out
     results = {}
     steps = (four_bar_inverse, four_bar_free_fall, four_bar_forced, five_bar_torques,
-             five_bar_free_fall)  # fmt: skip
+             five_bar_free_fall, five_bar_forced)  # fmt: skip
     for step in steps:
         t0 = time.perf_counter()
         step(out, results)
-        print(f"{step.__name__}: {time.perf_counter() - t0:.1f} s")
+        print(f"{step.__name__}: {time.perf_counter() - t0:.1f} s", flush=True)
     (out / "denoc_paper.json").write_text(json.dumps(results, indent=2, default=float))
-    print(json.dumps(results, indent=2, default=float))
     print(f"figures and denoc_paper.json in {out}/")
 
 
