@@ -353,7 +353,7 @@ def test_rcr_is_exact_or_a_loopdyn_error_on_seeded_mechanisms():
 
 # --------------------------------------------------------------------------- simulation
 def test_simulation_in_independent_coordinates_keeps_the_four_bar_closed():
-    """100 s of the four-bar (1000 s in examples/rcr_paper.py, docs/rcr.md): partitioning
+    """100 s of the four-bar (1000 s in examples/papers/rcr_paper.py, docs/rcr.md): partitioning
     integrates the independent coordinate only, so max |Φ| stays at the Newton
     tolerance instead of drifting."""
     model = ld.examples.four_bar()
@@ -367,7 +367,7 @@ def test_simulation_in_independent_coordinates_keeps_the_four_bar_closed():
 
 
 def test_fixed_step_rk4_run_of_the_paper_keeps_the_four_bar_closed():
-    """Figs. 5–6's setting over 50 s (1000 s: examples/rcr_paper.py, docs/rcr.md): RK4 at
+    """Figs. 5–6's setting over 50 s (1000 s: examples/papers/rcr_paper.py, docs/rcr.md): RK4 at
     0.01 s, no stabilisation term, RCR integrating the independent coordinate (the loop
     embedded at velocity level, dependent positions by Newton from the last step): max
     |Φ| stays at the Newton tolerance (1e-12) and J v at rounding; the energy of this
