@@ -87,15 +87,15 @@ def op_count(model):
     C_ABA per ordinary degree of freedom; per aggregated body (B members, n_𝒮 coordinates,
     r rows, k independent): J_𝒮 12 r n_𝒮, its partition (LU with pivoting of the r × n_𝒮
     block) 2 r² n_𝒮, Y1 and X_𝒮 (2/3) r³ + 2 r² k, the member sweeps B (6k · 30 + 6k²),
-    D⁻¹ k³/3 (docs/embedding.md, "Cost"), and the members' kinematics, C_ABA / 4 per
-    coordinate."""
+    D⁻¹ k³/3 (docs/embedding.md, "Cost"), and the members' own articulated-body work,
+    C_ABA per coordinate.  Dense sizes: an upper bound where the kernel skips zeros."""
     agg = ld.aggregation(model)
     inside = sum(len(S.coordinates) for S in agg.bodies)
     c = C_ABA * (model.nv - inside)
     for S in agg.bodies:
         B, ns, r, k = len(S.bodies), len(S.coordinates), len(S.rows), len(S.independent)
         c += 12 * r * ns + 2 * r * r * ns + 2 / 3 * r**3 + 2 * r * r * k
-        c += B * (6 * k * 30 + 6 * k * k) + k**3 / 3 + C_ABA * ns / 4
+        c += B * (6 * k * 30 + 6 * k * k) + k**3 / 3 + C_ABA * ns
     return c
 
 
