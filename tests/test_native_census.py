@@ -23,6 +23,7 @@ import pytest
 import loopdyn as ld
 import mechanisms as mx
 import parallel_mechanisms as pm
+from closed_helpers import erd_root
 
 METHODS = ("rcr", "sslm", "embedding")
 MAX_FALLBACK = 0.005
@@ -116,3 +117,30 @@ def test_a_fallback_warns_once_per_model_and_method(monkeypatch):
     with pytest.raises(ld.SingularityError, match="fallback=False"):
         ld.forward_dynamics(model, q, v, method="sslm", data=d, fallback=False)
     d.bound.clear()
+
+
+CASSIE_METHODS = ("rcr", "sslm", "embedding", "slm", "recursive_lambda")
+
+
+@pytest.mark.skipif(erd_root() is None, reason="example-robot-data is not installed")
+def test_cassie_in_full_answers_natively():
+    """cassie.sdf in full (30 closure rows, rank 28, a shin-spring row of size 2e-6 beside
+    rows of size 1): sslm and embedding fell back on q0 and 19-20 of 20 random states,
+    judging rows by their absolute size (sslm's cross-block pivot bound 7e-16, embedding's
+    Y1 pivots); now every method answers itself and agrees with augmented to 1e-10."""
+    model = ld.load(erd_root() / "cassie_description" / "robots" / "cassie.sdf",
+                    nonphysical_inertia="accept")  # fmt: skip
+    rng = np.random.default_rng(5)
+    states = [model.q0]
+    while len(states) < 9:
+        dq = 0.05 * rng.normal(size=model.nv)
+        states.append(ld.assemble(model, ld.integrate(model, model.q0, dq, 1.0), fixed=[]))
+    for q in states:
+        v = ld.complete_velocity(model, q, rng.normal(size=model.nv), fixed=[])
+        tau = rng.normal(size=model.nv)
+        ref = ld.forward_dynamics(model, q, v, tau, method="augmented")
+        scale = max(1.0, np.abs(ref.qdd).max())
+        for method in CASSIE_METHODS:
+            res = ld.forward_dynamics(model, q, v, tau, method=method, fallback=False)
+            assert res.method == method
+            assert np.abs(res.qdd - ref.qdd).max() <= 1e-10 * scale, method

@@ -137,10 +137,10 @@ ACTUATED_WEIGHT = 1e-3
 NHEAD = 15
 # columns of the aggregated-body table (na × NAGG): head body, parent p, members (count,
 # offset), n_𝒮, k, r, offsets of its rows, columns and pivots, "columns chosen" flag,
-# then the offsets in ``fw`` of its float blocks
-(A_HEAD, A_PARENT, A_NMEM, A_MEM, A_NS, A_K, A_R, A_ROW, A_COL, A_PIV, A_CHOSEN,
- A_JS, A_GS, A_LU, A_X, A_ZETA, A_D, A_U, A_W, A_H, A_UB, A_TMP, A_SC) = range(23)  # fmt: skip
-NAGG = 23
+# then the offsets in ``fw`` of its float blocks (A_RS: the sizes of its rows)
+(A_HEAD, A_PARENT, A_NMEM, A_MEM, A_NS, A_K, A_R, A_ROW, A_COL, A_PIV, A_CHOSEN, A_JS,
+ A_GS, A_LU, A_X, A_ZETA, A_D, A_U, A_W, A_H, A_UB, A_TMP, A_SC, A_RS) = range(24)  # fmt: skip
+NAGG = 24
 # member flags: children in 𝒮; rigid composite (no body of its sub-tree in 𝒮 has
 # children outside 𝒮, so the inertia moved inward is a rigid-body inertia)
 HAS_INNER, RIGID = 1, 2
@@ -201,8 +201,8 @@ class EmbeddingPlan:
             agg[s, :A_CHOSEN] = (bodies[0], parent, B, len(members), ns, k, r, len(srows),
                                  len(cols), npiv)  # fmt: skip
             sizes = (r * ns, r, r * r, ns * k, ns, k * k, k, 6 * k, B * 6 * k, B * 6 * k,
-                     max(r * ns, 6 * k, ns + r, 1), 1)  # fmt: skip
-            for col, size in zip(range(A_JS, A_SC + 1), sizes, strict=True):
+                     max(r * ns, 6 * k, ns + r, 1), 1, r)  # fmt: skip
+            for col, size in zip(range(A_JS, A_RS + 1), sizes, strict=True):
                 agg[s, col] = nflt
                 nflt += size
             members.extend(bodies)
@@ -243,8 +243,10 @@ class EmbeddingPlan:
         return self.fw[o : o + int(np.prod(shape))].reshape(shape)
 
     def loop_jacobian(self, s):
-        """J_𝒮 (r × n_𝒮) of aggregated body s as the kernel last computed it (a copy)."""
-        return self._block(s, A_JS, (self.agg[s, A_R], self.agg[s, A_NS])).copy()
+        """J_𝒮 (r × n_𝒮) of aggregated body s as the kernel last computed it (a copy; the
+        model's rows, unscaled)."""
+        r = self.agg[s, A_R]
+        return self._block(s, A_JS, (r, self.agg[s, A_NS])) * self._block(s, A_RS, (r,))[:, None]
 
     def constraint_map(self, s):
         """(X_𝒮 (n_𝒮 × k), ζ_𝒮 (n_𝒮)) of aggregated body s from the last call (copies)."""
@@ -293,6 +295,13 @@ def loop_jacobian(m, d, ip, fw, s):
     closure bodies up to the loop's root c (excluded; within 𝒮), + for body B and − for
     body A (from c up both sides carry the same columns, which cancel).  A coupling row (Sec. 5.1):
     J = e_b − ratio e_a.  γ_𝒮 is ``d.gamma`` on the rows (0 for a coupling).
+
+    Each row of J_𝒮 and γ_𝒮 is then divided by its size σ_i = max_c |J_𝒮[i, c]| (kept in
+    the A_RS section): the rows are judged at their own scale by the column choice, Y1's
+    pivots and condition and the acceptance check (Cassie's shin-spring closure keeps a
+    row of size 2e-6 beside rows of size 1: unscaled, its Y1 read as singular).  The
+    multipliers of the scaled rows are σ_i λ_i (``aggregate_multipliers`` and
+    ``eom_residual`` scale back).
     """
     topo, Xw, S, rw = m.topo, d.Xw, d.S, d.rw
     row_int, row_vec, cl_body = m.row_int, m.row_vec, m.cl_body
@@ -345,6 +354,18 @@ def loop_jacobian(m, d, ip, fw, s):
                         val = n0 * w0 + n1 * w1 + n2 * w2
                     JS[i, c0 + kk] += sign * val
                 j = topo[j, 0]
+    sz = block(fw, a[A_RS], r)
+    for i in range(r):
+        big = 0.0
+        for c in range(ns):
+            big = max(big, abs(JS[i, c]))
+        if not big > 0.0:
+            big = 1.0
+        sz[i] = big
+        inv = 1.0 / big
+        for c in range(ns):
+            JS[i, c] *= inv
+        gS[i] *= inv
 
 
 @kernel
@@ -773,8 +794,10 @@ def aggregate_multipliers(m, d, ip, fw, s, tau, qdd, lam):
     for i in range(r):
         y[i] = rho[order[i]]
     lu_solve_transpose(LU, r, piv, y)
+    # the rows were scaled by 1/σ_i (``loop_jacobian``): λ_i = μ_i / σ_i
+    sz = block(fw, a[A_RS], r)
     for i in range(r):
-        lam[lpos[i]] = y[i]
+        lam[lpos[i]] = y[i] / sz[i]
     return res / scale if scale > 0.0 else res
 
 
@@ -1051,8 +1074,9 @@ def eom_residual(m, d, ip, fw, tau, qdd, lam, r1):
         JS = block(fw, a[A_JS], (r, ns))
         cols = ip[ip[H_COLS] + a[A_COL] : ip[H_COLS] + a[A_COL] + ns]
         lpos = ip[ip[H_LPOS] + a[A_ROW] : ip[H_LPOS] + a[A_ROW] + r]
+        sz = block(fw, a[A_RS], r)  # J_𝒮's rows scaled by 1/σ_i (``loop_jacobian``)
         for i in range(r):
-            li = lam[lpos[i]]
+            li = lam[lpos[i]] * sz[i]
             for c in range(ns):
                 jt[cols[c]] += JS[i, c] * li
     return close_residual(m, d, tau, r1)

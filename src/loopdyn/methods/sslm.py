@@ -707,25 +707,39 @@ def gicm_solve(ip, fw):
     Returns the pivot ratio (0: singular): the smaller of the pivot blocks' det / Π diag
     (or, where that is below REFINE_RATIO for a block of p > 2 rows, the larger
     reciprocal condition number of the block scaled to a unit diagonal,
-    ``_scaled_rcond``) and of min_k (that ratio · min diag) / max_k max diag over the
-    pivot blocks D_k, a lower bound of min/max of the LDLᵀ pivots of 𝓘 (an SPD block's
-    pivots are at most its diagonal entries, their product its determinant): as SLM's
-    Cholesky ratio, it sees pivots that spread across blocks, each block alone well
-    conditioned (hypothesis seed 20261170: 1×1 blocks, det / Π diag = 1, cond 𝓘 3e10,
-    λ unrefined 1.2e-8 off).
+    ``_scaled_rcond``) and of min_k (that ratio · min_r D_k,rr / 𝓘_rr) over the pivot
+    blocks D_k (𝓘_rr: the diagonal before elimination), a lower bound of min/max of the
+    LDLᵀ pivots of 𝓘 scaled to a unit diagonal (an SPD block's pivots are at most its
+    diagonal entries, their product its determinant; the scaled matrix's largest
+    diagonal entry is 1): as SLM's Cholesky ratio, it sees pivots that spread across
+    blocks, each block alone well conditioned (hypothesis seed 20261170: 1×1 blocks,
+    det / Π diag = 1, cond 𝓘 3e10, λ unrefined 1.2e-8 off), and it judges each row at
+    its own scale.
     """
     okd, ond, oud = _o(ip, _KD), _o(ip, _ND), _o(ip, _UD)
-    fG, fW, fpsi = _f(ip, _G), _f(ip, _W), _f(ip, _PSI)
+    fG, fW, fpsi, flam = _f(ip, _G), _f(ip, _W), _f(ip, _PSI), _f(ip, _LAM)
     nl = ip[_NL]
     ratio = 1.0
-    lo, hi = 1e300, 0.0
+    lo = 1e300
+    # each row at its own scale: the diagonal 𝓘_rr before any elimination, kept in the
+    # lam section (written only by ``gicm_back``, after the forward pass); the bound
+    # below is that of the GICM scaled to a unit diagonal, whose block LDLᵀ is this one
+    # scaled (elimination commutes with a diagonal scaling), so rows of very different
+    # sizes do not read as lost pivots (Cassie's shin-spring rows: 𝓘_rr from 3e-6 to
+    # 2e5, the unscaled bound 7e-16 refused every state)
     for k in range(nl):
         d = okd + 7 * k
         p, t0, bo = ip[d], ip[d + 1], ip[d + 2]
-        dmin, dmax = 1e300, 0.0
         for r in range(p):
+            fw[flam + t0 + r] = fw[fG + bo + r * p + r]
+    for k in range(nl):
+        d = okd + 7 * k
+        p, t0, bo = ip[d], ip[d + 1], ip[d + 2]
+        dmin = 1e300
+        for r in range(p):
+            g0 = fw[flam + t0 + r]
             g = fw[fG + bo + r * p + r]
-            dmin, dmax = min(dmin, g), max(dmax, g)
+            dmin = min(dmin, g / g0 if g0 > 0.0 else 0.0)
         rk = _inv_sym(fw, fG + bo, p, fw, fW + bo)
         if p > 2 and 0.0 < rk < REFINE_RATIO:
             # det / Π diag is the product of the block's p relative pivots: tiny for a
@@ -736,7 +750,7 @@ def gicm_solve(ip, fw):
         if not rk > 1e-14:
             return 0.0
         ratio = min(ratio, rk)
-        lo, hi = min(lo, rk * dmin), max(hi, dmax)
+        lo = min(lo, rk * dmin)
         do = fW + bo
         for x in range(ip[d + 3], ip[d + 4]):
             e = ond + 3 * x
@@ -782,7 +796,7 @@ def gicm_solve(ip, fw):
                         acc += fw[wa + t * p + m] * fw[gb + s * p + m]
                     fw[go + t * pb + s] -= acc
     gicm_back(ip, fw)
-    return min(ratio, lo / hi) if hi > 0.0 else ratio
+    return min(ratio, lo)
 
 
 @njit(cache=True)
