@@ -187,7 +187,10 @@ def test_a_failed_solve_takes_the_augmented_fallback_inside_the_compiled_loop():
     the Python loop does, to the integrator tolerance."""
     model = ld.examples.delta()
     args = dict(t_end=0.5, method="denoc", stabilization="partitioning", t_eval=11)
-    a = ld.simulate(model, compiled=True, **args)
+    # the fallback is visible: one FallbackWarning per model and method, and counted
+    with pytest.warns(ld.FallbackWarning, match="'denoc'.*compiled simulation loop"):
+        a = ld.simulate(model, compiled=True, **args)
+    assert a.stats["fallbacks"] >= 1
     b = ld.simulate(model, compiled=False, **args)
     assert a.stats["compiled"] and a.stats["steps"] == b.stats["steps"]
     assert [r[1] for r in a.stats["repartitions"]] == [r[1] for r in b.stats["repartitions"]]

@@ -8,6 +8,7 @@
 import os
 import sys
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -438,33 +439,47 @@ def simulate(
         q_init, v_init = _parse_vector(q0, "--q0"), _parse_vector(v0, "--v0")
     traj, failure = None, None
     start = time.perf_counter()
-    with _errors():
-        try:  # load the compiled kernels first, so that the integration time is the run's own
-            ld.simulate(mdl, t_end=1e-6, t_eval=2, method=method)
-        except (ValueError, ld.LoopdynError):
-            pass
-    with _progress(quiet, err) as progress:
-        task = progress.add_task(f"{mdl.name} {method}/{integrator}/{stabilization}", total=t_end)
-        last = [0.0]
-
-        def report(t, t_total):
-            now = time.perf_counter()
-            if now - last[0] > 0.05 or t >= t_total:
-                last[0] = now
-                progress.update(task, completed=t)
-
-        interrupted = False
+    # fallbacks to augmented: one line after the summary (the warnings are collected here)
+    with warnings.catch_warnings(record=True) as fell:
+        warnings.simplefilter("always", ld.FallbackWarning)
         with _errors():
-            try:
-                traj = ld.simulate(
-                    mdl, q_init, v_init, t_end, tau=tau_v, method=method, progress=report, **kw
-                )
-            except ld.SimulationError as e:
-                traj, failure = e.trajectory, e
-            except ld.SimulationInterrupted as e:
-                traj, failure, interrupted = e.trajectory, e, True
-    total = time.perf_counter() - start
+            try:  # load the compiled kernels first, so that the integration time is the run's own
+                ld.simulate(mdl, t_end=1e-6, t_eval=2, method=method)
+            except (ValueError, ld.LoopdynError):
+                pass
+        with _progress(quiet, err) as progress:
+            task = progress.add_task(
+                f"{mdl.name} {method}/{integrator}/{stabilization}", total=t_end
+            )
+            last = [0.0]
+
+            def report(t, t_total):
+                now = time.perf_counter()
+                if now - last[0] > 0.05 or t >= t_total:
+                    last[0] = now
+                    progress.update(task, completed=t)
+
+            interrupted = False
+            with _errors():
+                try:
+                    traj = ld.simulate(
+                        mdl, q_init, v_init, t_end, tau=tau_v, method=method, progress=report, **kw
+                    )
+                except ld.SimulationError as e:
+                    traj, failure = e.trajectory, e
+                except ld.SimulationInterrupted as e:
+                    traj, failure, interrupted = e.trajectory, e, True
+        total = time.perf_counter() - start
+    for w in fell:  # the other warnings as they would have shown
+        if not issubclass(w.category, ld.FallbackWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     _summary(con, traj, total)
+    n_fb = (traj.stats.get("fallbacks", 0) if traj is not None else 0) or 0
+    if n_fb or any(issubclass(w.category, ld.FallbackWarning) for w in fell):
+        count = f" at {n_fb} evaluations" if n_fb else ""
+        con.print(f"note: {method} fell back to the dense augmented solve{count} "
+                  "(a singular or inaccurate state; the answers are augmented's)",
+                  soft_wrap=True)  # fmt: skip
     if failure is not None:
         what = "interrupted" if interrupted else "simulation stopped"
         err.print(f"[red]{what}:[/] {_esc(' '.join(str(failure).split()))}", soft_wrap=True)
@@ -604,13 +619,15 @@ def bench(
         n = max(1, int(seconds / max(timeit.timeit(fn, number=3) / 3, 1e-9) / 5))
         return min(timeit.repeat(fn, number=n, repeat=5)) / n * 1e6
 
-    rows = []
+    rows, fell = [], []
     for name in method or list(ld.methods.dynamics.METHODS):
         try:
-            err = (
-                np.abs(ld.forward_dynamics(m, q, v, tau, method=name).qdd - ref).max(initial=0.0)
-                / scale
-            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ld.FallbackWarning)
+                res = ld.forward_dynamics(m, q, v, tau, method=name)
+            if res.method != name:
+                fell.append(f"{name} -> {res.method}")
+            err = np.abs(res.qdd - ref).max(initial=0.0) / scale
         except ld.ModelError as e:
             if method:  # asked for by name: say why it does not apply
                 with _errors():
@@ -644,6 +661,9 @@ def bench(
         else:
             table.add_row(name, f"{t:.2f}", f"{err:.1e}")
     _console().print(table)
+    if fell:  # the times of these rows are the fallback's
+        _console().print(f"note: fell back on this state ({', '.join(fell)}): "
+                         "those rows time the fallback", soft_wrap=True)  # fmt: skip
 
 
 __import__("loopdyn.cli_view").cli_view.register(app)  # `loopdyn view` (cli_view.py)

@@ -350,22 +350,30 @@ _REFUSALS = {
 }
 
 
-def _warn_fallback(model, method, used, st):
+def warn_fallback(model, method, used, st, where=None):
     """A :class:`FallbackWarning`, once per model and method: ``method`` refused a state
-    (status ``st``) and ``used`` answered."""
+    (status ``st``) and ``used`` answered; ``where``: the compiled simulation loop's
+    count of such evaluations (``sim.compiled.run``), None for one call."""
     warned = model.__dict__.setdefault("_fallback_warned", set())
     if method in warned:
         return
     warned.add(method)
     why = _REFUSALS.get(st, f"status {st:g}")
+    if where is None:
+        what = (f"could not solve a state ({why}, twice, the closure rank re-detected "
+                f"between) and the dense {used!r} solve answered (res.method says so)")  # fmt: skip
+    else:
+        what = (f"could not solve some states ({why}) and the dense {used!r} solve "
+                f"answered them, {where} (traj.stats['fallbacks'] counts them)")  # fmt: skip
+    tail = "; fallback=False raises instead" if where is None else ""
     warnings.warn(
-        f"{model.name}: method {method!r} could not solve a state ({why}, twice, the "
-        f"closure rank re-detected between) and the dense {used!r} solve answered "
-        f"(res.method says so).  Shown once per model and method; "
-        f"fallback=False raises instead.",
+        f"{model.name}: method {method!r} {what}.  Shown once per model and method{tail}.",
         FallbackWarning,
         stacklevel=4,
     )
+
+
+_warn_fallback = warn_fallback
 
 
 def _dropped_fast(model, d, fast, q, v, tau):

@@ -343,12 +343,19 @@ def _solve(fn, S, q, v, u, qdd, lam):
     ``augmented`` fallback ``RD[2]`` (its entry on the same workspace; none when the
     method is augmented), and the dropped rows ``RD[0]`` of redundant closures checked
     (``dynamics.dropped_rows_hold`` at the address ``RD[3]``, compiled only for a model
-    with dropped rows).  The quality > 0, the method's status, or ``DROPPED_BROKEN``."""
+    with dropped rows).  The quality > 0, the method's status, or ``DROPPED_BROKEN``.
+    Each answer of the fallback is counted in ``P[6][8]`` (``run`` warns and reports it)."""
     ctx, pb, RD = S[0], S[1], S[7]
     qi, vi, ui = as_input(q), as_input(v), as_input(u)
     st = method_call(fn, ctx, pb, qi, vi, ui, qdd, lam)
     if not st > 0.0 and st != NONFINITE_INPUT and st != BAD_INPUT and RD[2][0] != 0:
+        failed = st
         st = method_call(RD[2], ctx, pb, qi, vi, ui, qdd, lam)
+        if st > 0.0:
+            ps = S[6][6]
+            ps[8] += 1.0
+            if ps[9] == 0.0:
+                ps[9] = failed  # the method's status at its first refusal
     if st > 0.0 and RD[0].shape[0]:
         if not call_check_at(RD[3], ctx, RD[0], RD[1], qi, vi, as_input(qdd)):
             return DROPPED_BROKEN
@@ -1239,7 +1246,8 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
     key = next(_KEYS)
     nq = model.nq
     chart = float(model.has_quaternions)
-    ps = np.array([0.0, a["constraint_tol"], 0.0, 0.0, 0.0, float(key), 0.0, chart])
+    # ps[8]: evaluations the augmented fallback answered, ps[9]: the method's first refusal
+    ps = np.array([0.0, a["constraint_tol"], 0.0, 0.0, 0.0, float(key), 0.0, chart, 0.0, 0.0])
     CH = (np.zeros(nq), np.zeros(nq), np.zeros(nv), np.zeros(nv))  # qa, qs, dg, rate
     P = (no, no.copy(), no.copy(), np.zeros(nq), np.zeros(nv), np.zeros((0, 0)), ps, *CH)
     if mode == "partitioning" and m > 0:
@@ -1310,6 +1318,11 @@ def run(model, q, v, tau, method, integrator, mode, a, monitor, max_steps, repar
         return None
     Y, QDD, LAM, TAU, RP, RV, EN, COND, _ = O
     nst = _run_stats(stats, O[8], ps, wall0)
+    if ps[8] > 0.0:  # as ld.forward_dynamics: a FallbackWarning once per model and method
+        dynamics.warn_fallback(
+            model, method, "augmented", ps[9],
+            f"at {int(ps[8])} of {int(stats[1])} evaluations of the compiled simulation loop",
+        )  # fmt: skip
     if progress is not None:
         progress(float(t_out[-1]), float(t_out[-1]))
     return Trajectory(
@@ -1343,6 +1356,7 @@ def _run_stats(stats, REP, ps, wall0):
         steps=int(stats[0]), nfev=int(stats[1]), projections=int(stats[2]),
         repartitions=[(float(r[0]), r[1:].astype(int).tolist()) for r in REP[: int(ps[6])]],
         restarts=int(stats[5]), wall_time=time.perf_counter() - wall0, compiled=True,
+        fallbacks=int(ps[8]),
     )  # fmt: skip
 
 
