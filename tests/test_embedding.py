@@ -31,6 +31,7 @@ NEW = {
     "digit_leg": lambda: ld.examples.digit_leg(),
     "five_bar_leg_as_file": lambda: ld.examples.five_bar_leg(closures="as_file"),
     "kangaroo_leg_as_file": lambda: ld.examples.kangaroo_leg(closures="as_file"),
+    "wl16_leg": lambda: ld.examples.wl16_leg(),
 }
 
 
@@ -157,7 +158,7 @@ def test_embedding_equals_augmented(name):
 def test_every_catalog_model_is_covered():
     """A new catalog model must join one of the lists of this file (or be a tree)."""
     covered = set(CLOSED) | {"four_bar_chain", "four_bar_cut", "closed_knee_leg", "geared_chain"}
-    covered |= {"cassie_leg", "digit_leg", "five_bar_leg", "kangaroo_leg"}
+    covered |= {"cassie_leg", "digit_leg", "five_bar_leg", "kangaroo_leg", "wl16_leg"}
     for name in set(ld.examples.names()) - covered:
         assert ld.examples.get(name).m == 0, name
 

@@ -3,7 +3,7 @@
 from loopdyn.examples.chains import closed_knee_leg, four_bar_chain, four_bar_cut, geared_chain
 from loopdyn.examples.fig9_ladders import fig9_pendulum, hooke_ladder, pendulum_ladder
 from loopdyn.examples.ladders import spatial_ladder, spatial_ladder_tree
-from loopdyn.examples.legs import cassie_leg, digit_leg, five_bar_leg, kangaroo_leg
+from loopdyn.examples.legs import cassie_leg, digit_leg, five_bar_leg, kangaroo_leg, wl16_leg
 from loopdyn.examples.paper_mechanisms import carpet_scraper, excavator, three_rrr
 from loopdyn.examples.parallel import delta, stewart
 from loopdyn.examples.planar import five_bar, four_bar, planar_ladder, slider_crank
@@ -35,6 +35,7 @@ _CATALOG = {
     "digit_leg": digit_leg,
     "five_bar_leg": five_bar_leg,
     "kangaroo_leg": kangaroo_leg,
+    "wl16_leg": wl16_leg,
 }
 
 
@@ -95,4 +96,5 @@ __all__ = [
     "spatial_ladder_tree",
     "stewart",
     "three_rrr",
+    "wl16_leg",
 ]

@@ -7,7 +7,8 @@ on the shin drive the foot's pitch and roll through two rods with ball ends),
 ``five_bar_leg`` (a Minitaur-like five-bar on a hip roll, its two lower links hinged
 to one toe: a 6d weld between two revolute joints' frames) and ``kangaroo_leg``
 (linear actuators in the thigh drive the knee and, through a bell crank at the knee
-and a rod, the ankle: three coupled loops).
+and a rod, the ankle: three coupled loops).  A fifth, ``wl16_leg`` (after the WL-16
+biped), is a 6-UPS parallel mechanism: six linear actuators between pelvis and foot.
 
 Each leg is described once, in world coordinates of its **reference pose** (the zero
 of every joint, loops closed; x forward, y left, z up, gravity −z; the pelvis is the
@@ -319,8 +320,54 @@ def _kangaroo():
                limits={"knee_motor": (-0.08, 0.08), "ankle_motor": (-0.08, 0.08)})  # fmt: skip
 
 
+def _wl16_points():
+    """WL-16-like leg: (pelvis points B_i, foot points F_i), i = 1..6, at the reference
+    pose.  Pelvis points in pairs at 120° ± 20° (k = 0, 1, 2) on a circle of radius 0.12 m
+    about (0, 0.10, 0); foot points in pairs at 120° k + 60° ± 25° on a circle of radius
+    0.08 m about (0, 0.10, −0.70): each actuator leans to the neighbouring pair, as in a
+    Gough–Stewart platform."""
+    c0, c1 = np.array([0.0, 0.10, 0.0]), np.array([0.0, 0.10, -0.70])
+    B, F = [], []
+    for k in range(3):
+        for sgn in (-1.0, 1.0):
+            a = np.radians(120.0 * k + 20.0 * sgn)
+            b = np.radians(120.0 * k + 60.0 - 25.0 * sgn)
+            B.append(tuple(_num(x) for x in c0 + 0.12 * np.array([np.cos(a), np.sin(a), 0.0])))
+            F.append(tuple(_num(x) for x in c1 + 0.08 * np.array([np.cos(b), np.sin(b), 0.0])))
+    return B, F
+
+
+def _wl16():
+    B, F = _wl16_points()
+    links = [
+        _link("pelvis", _box(10.0, (0.0, 0.0, 0.05), (0.2, 0.3, 0.15))),
+        _link("foot", _box(1.5, (0.0, 0.10, -0.72), (0.24, 0.16, 0.03))),
+    ]
+    joints, frames, loops = [], [], []
+    for i in range(1, 7):
+        b, f = B[i - 1], F[i - 1]
+        links += [
+            _link(f"cylinder_{i}", _cyl(0.5, b, _mid(b, f, 0.6), 0.025)),
+            _link(f"piston_{i}", _cyl(0.3, _mid(b, f, 0.4), f, 0.012)),
+        ]
+        joints += [
+            Joint(f"hip_u_{i}", "revolute", "pelvis", f"cylinder_{i}", b, _X, "UJOINT_XY"),
+            Joint(f"actuator_{i}", "prismatic", f"cylinder_{i}", f"piston_{i}", b, _unit(b, f)),
+        ]
+        if i == 1:  # the spanning tree carries the foot on the first actuator's ball
+            joints.append(Joint("ankle_ball_1", "revolute", "piston_1", "foot", f, _Y,
+                                "SPHERICAL"))  # fmt: skip
+        else:
+            frames += [Frame(f"piston_{i}_end", f"piston_{i}", f), Frame(f"foot_{i}", "foot", f)]
+            loops.append((f"piston_{i}_end", f"foot_{i}", "3d"))
+    motors = [f"actuator_{i}" for i in range(1, 7)]
+    limits = {m: (-0.08, 0.08) for m in motors}
+    return Leg("wl16_leg", "WL-16-like leg: a 6-UPS Stewart platform between pelvis and foot",
+               "pelvis", links, joints, frames, loops, motors, limits=limits)  # fmt: skip
+
+
 LEGS = {"cassie_leg": _cassie, "digit_leg": _digit, "five_bar_leg": _five_bar,
-        "kangaroo_leg": _kangaroo}  # fmt: skip
+        "kangaroo_leg": _kangaroo, "wl16_leg": _wl16}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- local data
@@ -536,6 +583,27 @@ def kangaroo_leg(closures="minimal"):
     return build("kangaroo_leg", closures)
 
 
+@parameters(closures=_CLOSURES)
+def wl16_leg(closures="minimal"):
+    """WL-16-like leg (fixed pelvis): the foot on six linear actuators, 6 DOF, 6 motors.
+
+    After Waseda's WL-16 biped, whose legs are 6-DOF parallel mechanisms (the geometry is
+    ours).  Six actuators between the pelvis and the foot (1.5 kg, a 0.24 × 0.16 × 0.03 m
+    box centred at (0, 0.10, −0.72)): actuator i is a cylinder (0.5 kg) on a universal
+    joint ``hip_u_i`` (a URDF revolute overridden ``UJOINT_XY``: x, then y) at its pelvis
+    point B_i, and a piston (0.3 kg) on a prismatic joint ``actuator_i`` (motor, along
+    B_i → F_i, strokes ±80 mm) whose end meets the foot at F_i in a ball joint.  Pelvis
+    points: pairs at 120° k ± 20° (k = 0, 1, 2) on a circle of radius 0.12 m about
+    (0, 0.10, 0); foot points: pairs at 120° k + 60° ∓ 25° on a circle of radius 0.08 m
+    about (0, 0.10, −0.70) (``_wl16_points``): a 6-UPS Gough–Stewart platform hanging
+    below the hip.  The spanning tree carries the foot on actuator 1's ball
+    (``ankle_ball_1``, a revolute overridden ``SPHERICAL``); the five other actuators are
+    closed on the foot by balls (3d), 15 rows on 21 coordinates.  Motors: actuator_1 …
+    actuator_6.
+    """
+    return build("wl16_leg", closures)
+
+
 # ---------------------------------------------------------------------------- the files
 def _fmt(v):
     return " ".join(f"{x:.12g}" for x in v)
@@ -722,6 +790,7 @@ __all__ = [
     "kangaroo_leg",
     "robot_texts",
     "urdf_text",
+    "wl16_leg",
     "write_files",
     "write_robot_files",
     "yaml_text",
