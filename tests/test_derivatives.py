@@ -352,3 +352,84 @@ def test_inputs_as_lists_and_bad_inputs():
         ld.forward_dynamics_derivatives(model, q, v, np.full(model.nv, np.nan))
     with pytest.raises(ValueError):
         ld.forward_dynamics_derivatives(model, q[:2], v, tau)
+
+
+# --------------------------------------------------------------------------- one simulation step
+def _step_fd(model, q, v, tau, dt, stab, h=1e-5, tol=1e-15):
+    """[A B] of ``step_system`` (the step of ld.simulate) by fourth-order central
+    differences: inputs q ⊕ ε, v + ν, τ + dτ; outputs in the tangent space at x_{k+1}."""
+    from loopdyn.derivatives.step import step_system
+    from loopdyn.kinematics.configuration import difference
+
+    n = model.nv
+    q1, _ = step_system(model, q, v, tau, dt, stab, tol)
+
+    def f(x):
+        qq, vv = step_system(
+            model, ld.integrate(model, q, x[:n]), v + x[n : 2 * n], tau + x[2 * n :], dt, stab, tol
+        )
+        return np.concatenate([difference(model, q1, qq), vv])
+
+    return _fd(f, np.zeros(3 * n), 3 * n, lambda a, d: a + d, h)
+
+
+def _step_cases():
+    rng = np.random.default_rng(1)
+    out = []
+    for name in ("four_bar", "five_bar", "stewart"):
+        model = ld.examples.get(name)
+        out.append((name, model, *consistent_state(model, rng), 1e-3))
+    for i in range(16):  # a tree with free and spherical joints, a longer step
+        tree = mx.random_mechanism((FAST_SEED, i), max_bodies=12).model.spanning_tree()
+        if "free" in tree.joint_types:
+            q = ld.integrate(tree, tree.q0, rng.normal(size=tree.nv) * 0.3)
+            v, tau = rng.normal(size=tree.nv), rng.normal(size=tree.nv)
+            out.append((f"tree_{i}", tree, q, v, tau, 1e-2))
+            break
+    for i in (17, 23, 28):  # random closed mechanisms: universal, ball, free, spherical, generic
+        mech = mx.random_mechanism((FAST_SEED, i), max_bodies=8)
+        out.append((f"random_{i}", mech.model, mech.q, mech.v, mech.tau, 1e-3))
+    return out
+
+
+@pytest.mark.parametrize("case", _step_cases(), ids=lambda c: c[0])
+@pytest.mark.parametrize("stab", ["projection", "none"])
+def test_step_derivatives_match_finite_differences_of_the_step(case, stab):
+    name, model, q, v, tau, dt = case
+    d = ld.step_derivatives(model, q, v, tau, dt, stabilization=stab, tol=1e-15)
+    n = model.nv
+    assert d.A.shape == (2 * n, 2 * n) and d.B.shape == (2 * n, n)
+    F = _step_fd(model, q, v, tau, dt, stab)
+    ok, err = close(np.hstack([d.A, d.B]), F)
+    assert ok, f"{name} ({stab}): step derivatives off by {err:.3g}"
+
+
+def test_step_system_is_the_step_of_simulate():
+    """The step differentiated (and finite-differenced) is ld.simulate's: Python and
+    compiled loops, RK4 with projection, one step."""
+    from loopdyn.derivatives.step import step_system
+
+    for name in ("four_bar", "stewart"):
+        model = ld.examples.get(name)
+        q, v, tau = consistent_state(model, np.random.default_rng(3))
+        for compiled in (False, None):
+            tr = ld.simulate(
+                model, q, v, 1e-3, tau, integrator="RK4", dt=1e-3, t_eval=[0.0, 1e-3],
+                consistent=False, compiled=compiled,
+            )  # fmt: skip
+            q1, v1 = step_system(model, q, v, tau, 1e-3)
+            d = ld.step_derivatives(model, q, v, tau, 1e-3)
+            assert np.abs(tr.q[-1] - q1).max() < 1e-13 and np.abs(tr.v[-1] - v1).max() < 1e-11
+            assert np.abs(d.q - q1).max() < 1e-13 and np.abs(d.v - v1).max() < 1e-11
+
+
+def test_step_derivatives_refuse_hinge_rows_and_bad_arguments():
+    model = closed_model("pendulum_ladder")
+    q, v, tau = consistent_state(model, np.random.default_rng(0))
+    with pytest.raises(ld.ModelError, match="rotation rows"):
+        ld.step_derivatives(model, q, v, tau, 1e-3)
+    four = ld.examples.get("four_bar")
+    with pytest.raises(ValueError):
+        ld.step_derivatives(four, four.q0, np.zeros(3), None, -1.0)
+    with pytest.raises(ValueError):
+        ld.step_derivatives(four, four.q0, np.zeros(3), None, 1e-3, integrator="euler")

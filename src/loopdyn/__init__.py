@@ -44,6 +44,7 @@ from loopdyn.derivatives import (
     forward_dynamics_derivatives,
     inverse_dynamics_derivatives,
     rnea_derivatives,
+    step_derivatives,
 )
 from loopdyn.errors import (
     ActuationError,
@@ -179,6 +180,7 @@ __all__ = [
     "save",
     "simulate",
     "simulate_batch",
+    "step_derivatives",
     "sweep",
     "topology",
     "total_energy",
