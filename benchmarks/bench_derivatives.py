@@ -66,11 +66,15 @@ def run(name, rounds, **kw):
     print(f"\n{title} (nv={model.nv}, m={model.m}): Pinocchio vs ours: q̈ {eq:.1e}, ∂q̈/∂τ {et:.1e}")
     ours = lambda: ld.forward_dynamics_derivatives(model, q, v, tau, tangent=False)  # noqa: E731
     ours_t = lambda: ld.forward_dynamics_derivatives(model, q, v, tau)  # noqa: E731
-    t = alternate([pin_both, ours, ours_t], rounds, min_time=0.05)
+    buf = ld.forward_dynamics_derivatives(model, q, v, tau, tangent=False)
+    fdd = ld.forward_dynamics_derivatives
+    ours_out = lambda: fdd(model, q, v, tau, tangent=False, out=buf)  # noqa: E731
+    t = alternate([pin_both, ours, ours_t, ours_out], rounds, min_time=0.05)
     rows = (
         ("pin constraintDynamics + derivatives", None),
         ("ld (q̈, λ, derivatives)", 1),
         ("ld + tangent projection", 2),
+        ("ld, out= (buffers reused)", 3),
     )
     for k, (what, col) in enumerate(rows):
         r = "" if col is None else f"   ratio {fmt_ratio(ratio(t, col, 0))}"

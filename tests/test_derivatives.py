@@ -433,3 +433,56 @@ def test_step_derivatives_refuse_hinge_rows_and_bad_arguments():
         ld.step_derivatives(four, four.q0, np.zeros(3), None, -1.0)
     with pytest.raises(ValueError):
         ld.step_derivatives(four, four.q0, np.zeros(3), None, 1e-3, integrator="euler")
+
+
+# --------------------------------------------------------------------------- batch, out=
+@pytest.mark.parametrize(
+    "name,method",
+    [
+        ("four_bar", "augmented"),
+        ("stewart", "augmented"),
+        ("five_bar", "rcr"),
+        ("tree", "augmented"),
+    ],
+)
+def test_derivatives_batch_equals_single_calls(name, method):
+    if name == "tree":
+        model = mx.random_mechanism((FAST_SEED, 3), max_bodies=8).model.spanning_tree()
+    else:
+        model = ld.examples.get(name)
+    rng = np.random.default_rng(7)
+    states = [consistent_state(model, rng) for _ in range(70)] if model.m else [
+        (ld.integrate(model, model.q0, rng.normal(size=model.nv)), rng.normal(size=model.nv),
+         rng.normal(size=model.nv)) for _ in range(70)]  # fmt: skip
+    Q, V, TAU = (np.array(x) for x in zip(*states, strict=True))
+    V[5, 0] = np.nan  # a bad element: reported, the others answered
+    res = ld.forward_dynamics_derivatives_batch(
+        model, Q, V, TAU, method=method, on_error="report", threads=2
+    )
+    assert res.failed.tolist() == [5] and np.isnan(res.dqdd_dq[5]).all()
+    for i in (0, 1, 33, 69):
+        d = ld.forward_dynamics_derivatives(model, Q[i], V[i], TAU[i], tangent=False)
+        for f in ("qdd", "dqdd_dq", "dqdd_dv", "dqdd_dtau", "dlam_dq", "dlam_dv", "dlam_dtau"):
+            ok, err = close(getattr(res, f)[i], getattr(d, f), tol=1e-10, floor=1e-12)
+            assert ok, f"{name} {method}: element {i} {f} off by {err:.3g}"
+    with pytest.raises(ValueError):
+        ld.forward_dynamics_derivatives_batch(model, Q, V, TAU, method=method)
+
+
+def test_out_argument_reuses_the_result():
+    model = ld.examples.get("stewart")
+    rng = np.random.default_rng(2)
+    (q1, v1, t1), (q2, v2, t2) = consistent_state(model, rng), consistent_state(model, rng)
+    d = ld.forward_dynamics_derivatives(model, q1, v1, t1, tangent=False)
+    d = ld.forward_dynamics_derivatives(model, q1, v1, t1, tangent=False)  # the fast path
+    ref = ld.forward_dynamics_derivatives(model, q2, v2, t2, tangent=False)
+    ref = {f: np.array(getattr(ref, f)) for f in ("qdd", "lam", "dqdd_dq", "dlam_dv")}
+    same = ld.forward_dynamics_derivatives(model, q2, v2, t2, tangent=False, out=d)
+    assert same is d
+    for f, x in ref.items():
+        assert np.array_equal(getattr(d, f), x), f
+    tree = ld.examples.serial_arm()
+    dt = ld.forward_dynamics_derivatives(tree, tree.q0, np.zeros(tree.nv), None)
+    out = ld.forward_dynamics_derivatives(tree, tree.q0, np.ones(tree.nv), None, out=dt)
+    ref = ld.aba(tree, tree.q0, np.ones(tree.nv), np.zeros(tree.nv))
+    assert out is dt and np.array_equal(out.qdd, ref)

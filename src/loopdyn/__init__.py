@@ -36,6 +36,7 @@ from loopdyn.batch import (
     BatchResult,
     aba_batch,
     forward_dynamics_batch,
+    forward_dynamics_derivatives_batch,
     inverse_dynamics_batch,
     rnea_batch,
 )
@@ -153,6 +154,7 @@ __all__ = [
     "forward_dynamics",
     "forward_dynamics_batch",
     "forward_dynamics_derivatives",
+    "forward_dynamics_derivatives_batch",
     "forward_kinematics",
     "frame_jacobian",
     "frame_placement",

@@ -34,6 +34,7 @@ from numba import njit, prange
 
 from loopdyn.analysis import inverse as _inverse
 from loopdyn.analysis.inverse import _indices, generic_inverse, work_size
+from loopdyn.derivatives.closed import derivatives_entry
 from loopdyn.errors import BatchInterrupted, LoopdynError, NonUniqueWarning, SingularityError
 from loopdyn.kernels.numba_internals import as_input, row, unliteral
 from loopdyn.methods import dynamics
@@ -524,3 +525,137 @@ __all__ = [
     "inverse_dynamics_batch",
     "rnea_batch",
 ]
+
+
+# ------------------------------------------------------------------ derivatives
+@njit(cache=True, parallel=True, nogil=True)
+def _deriv_chunks(CTX, WB, Q, V, TAU, QDD, LAM, BB, ST, size, mode):
+    """``derivatives_entry`` (``loopdyn.derivatives.closed``) on every row: chunk c on the
+    model's dense Data buffer CTX[c] and the derivatives' workspace WB[c]; row i's
+    [∂q̈/∂(q, v, τ); ∂μ/∂(q, v, τ)] into BB[i] ((nv + m) × 3nv), its status into ST[i]."""
+    nc = CTX.shape[0]
+    for c in prange(nc):
+        ctx, wb = row(CTX, c), row(WB, c)
+        lo, hi = _chunk(c, nc, Q.shape[0])
+        for i in range(lo, hi):
+            q, v, tau = as_input(row(Q, i)), as_input(row(V, i)), as_input(row(TAU, i))
+            ST[i] = derivatives_entry(
+                ctx, wb, q, v, tau, row(QDD, i), row(LAM, i), size, mode, BB[i]
+            )
+
+
+@dataclass
+class DerivativesBatchResult:
+    """``ld.forward_dynamics_derivatives_batch`` over N states.
+
+    ``qdd`` (N, nv), ``lam`` (N, m); ``dqdd_dq``, ``dqdd_dv``, ``dqdd_dtau`` (N, nv, nv)
+    and ``dlam_dq``, ``dlam_dv``, ``dlam_dtau`` (N, m, nv): element i is what
+    ``ld.forward_dynamics_derivatives(model, Q[i], V[i], TAU[i], tangent=False)`` returns
+    (strided views of one (N, nv + m, 3nv) buffer ``B``; a dropped redundant row's
+    multiplier derivatives are 0, as there).  ``status`` (N,): > 0 a result (the compiled
+    path: the KKT matrix's estimated reciprocal condition; 1.0 where the single-call path
+    answered), < 0 failed (``SINGULAR`` -1, ``OFF_MANIFOLD`` -6 of
+    ``loopdyn.derivatives.closed``, ``NONFINITE_INPUT`` of ``loopdyn.methods.common``),
+    its rows NaN.  ``fallbacks``: how many elements took the single-call path."""
+
+    qdd: np.ndarray
+    lam: np.ndarray
+    B: np.ndarray
+    status: np.ndarray
+    fallbacks: int = 0
+
+    @property
+    def out(self):  # _complete / _interrupted's name for the main output
+        return self.qdd
+
+    def _part(self, rows, cols):
+        n = self.qdd.shape[1]
+        r = slice(0, n) if rows == 0 else slice(n, None)
+        return self.B[:, r, cols * n : (cols + 1) * n]
+
+    dqdd_dq = property(lambda s: s._part(0, 0))
+    dqdd_dv = property(lambda s: s._part(0, 1))
+    dqdd_dtau = property(lambda s: s._part(0, 2))
+    dlam_dq = property(lambda s: s._part(1, 0))
+    dlam_dv = property(lambda s: s._part(1, 1))
+    dlam_dtau = property(lambda s: s._part(1, 2))
+
+    @property
+    def failed(self):
+        return np.flatnonzero(self.status < 0.0)
+
+    @property
+    def ok(self):
+        return bool(np.all(self.status >= 0.0))
+
+
+def forward_dynamics_derivatives_batch(
+    model, Q, V=None, TAU=None, method="augmented", on_error="raise", threads=None
+):
+    """``ld.forward_dynamics_derivatives(..., tangent=False)`` of every row: Q (N, nq),
+    V (N, nv; None: zeros), TAU (N, nv, or one (nv,) row for all; None: zeros), on all
+    cores (one workspace per thread, numba ``prange``).  Out:
+    :class:`DerivativesBatchResult`.  ``method="augmented"``: q̈ and λ computed in the
+    derivative kernel itself; another method: by ``forward_dynamics_batch`` first, the
+    derivatives at its q̈ and λ.  Elements the compiled path does not accept (redundant
+    rows, singular, off the manifold where hinge / log rows need it) take the single
+    call, which answers or fails with its status.  ``on_error="raise"``: a
+    ``SingularityError`` listing the failed indices (``ValueError`` if they all hold
+    NaN/inf); ``"report"``: the result, failed rows NaN.  ``ModelError`` for a model whose
+    rows cannot be differentiated (module doc of ``loopdyn.derivatives.closed``)."""
+    from loopdyn.derivatives import closed as dc
+    from loopdyn.methods.common import NONFINITE_INPUT as BAD
+    from loopdyn.validation import configuration
+
+    if method not in dynamics.BINDERS:
+        raise ValueError(f"unknown method {method!r}; available: {', '.join(dynamics.METHODS)}")
+    _check_on_error(on_error)
+    Q, V = _states(model, Q, V)
+    n, nv, m = Q.shape[0], model.nv, model.m
+    TAU = _rows(model, TAU, n, nv, "TAU")
+    wk = dc._work(model)
+    size = wk.use(wk.all_rows)  # ModelError for rows that cannot be differentiated
+    QDD, LAM, ST = np.empty((n, nv)), np.empty((n, m)), np.full(n, dc.SINGULAR)
+    BB = np.empty((n, nv + m, 3 * nv))
+    mode = dc.AUGMENTED_SOLVE
+    if method != "augmented" and m:
+        fd = forward_dynamics_batch(model, Q, V, TAU, method=method, on_error="report",
+                                    threads=threads)  # fmt: skip
+        QDD[:], LAM[:] = fd.qdd, fd.lam
+        mode = dc.GIVEN_SOLVE
+    done, stopped = n, False
+    if n:
+        nc = _nchunks(min(n, BLOCK), threads)
+        CTX, WB = _copies(wk.data.ctx, nc), _copies(wk.buf, nc)
+
+        def block(lo, hi):
+            _deriv_chunks(
+                CTX, WB, Q[lo:hi], V[lo:hi], TAU[lo:hi], QDD[lo:hi], LAM[lo:hi], BB[lo:hi],
+                ST[lo:hi], size, mode,
+            )  # fmt: skip
+
+        done, stopped = _blocks(n, block)
+    redo = np.flatnonzero(~(ST[:done] > 0.0))
+
+    def one(i):
+        try:
+            d = dc.forward_dynamics_derivatives(
+                model, configuration(model, Q[i]), V[i], TAU[i], method=method, tangent=False
+            )
+        except SingularityError:
+            ST[i] = dc.SINGULAR
+        except dc.AssemblyError:
+            ST[i] = dc.OFF_MANIFOLD
+        except ValueError:
+            ST[i] = BAD
+        else:
+            QDD[i] = d.qdd
+            LAM[i] = d.lam if m else 0.0
+            BB[i, :nv] = np.hstack([d.dqdd_dq, d.dqdd_dv, d.dqdd_dtau])
+            BB[i, nv:] = np.hstack([d.dlam_dq, d.dlam_dv, d.dlam_dtau])
+            ST[i] = 1.0
+            return
+        QDD[i] = LAM[i] = BB[i] = np.nan
+
+    res = DerivativesBatchResult(QDD, LAM, BB, ST, redo.size)
+    return _complete(model, res, redo, one, done, stopped, on_error, "derivatives")

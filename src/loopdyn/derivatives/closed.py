@@ -51,7 +51,7 @@ the manifold), and only a finished call's numbers are returned.
 
 import math
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit, types
@@ -651,6 +651,8 @@ class ForwardDynamicsDerivatives:
     G: np.ndarray = None
     dqdd_dy: np.ndarray = None
     dqdd_dydot: np.ndarray = None
+    # (qdd, lam, B) of the fast path: the buffers a call with out=self writes again
+    _buf: tuple = field(default=None, repr=False)
 
 
 def _state(model, q, v, x, xname):
@@ -661,7 +663,7 @@ def _state(model, q, v, x, xname):
     return q, v, x
 
 
-def forward_dynamics_derivatives(model, q, v, tau=None, method="augmented", tangent=True):
+def forward_dynamics_derivatives(model, q, v, tau=None, method="augmented", tangent=True, out=None):
     """Analytic derivatives of closed-loop forward dynamics, (D1)-(D3) of the module
     doc; :class:`ForwardDynamicsDerivatives`.  ``method``: the forward-dynamics method
     that gives q̈ and λ (all agree; the derivatives are of the unique q̈).  Raises
@@ -673,12 +675,40 @@ def forward_dynamics_derivatives(model, q, v, tau=None, method="augmented", tang
 
     The inputs are checked by ``ld.forward_dynamics`` (called first: its fast path
     takes what its checked path would accept, and that one explains the rest) and
-    converted once by the compiled entry's own conversions."""
+    converted once by the compiled entry's own conversions.
+
+    ``out``: a result of an earlier call on the same model, overwritten in place and
+    returned (no allocation, no new object: the cheapest repeated call; its arrays are
+    valid until the next call with it)."""
     wk = _WORK.get(model)
     if wk is not None and wk.fast and method == "augmented":
-        out = _fast(model, wk, q, v, tau, tangent)
-        if out is not None:
-            return out
+        res = _fast(model, wk, q, v, tau, tangent, out)
+        if res is not None:
+            return res
+    res = _checked(model, wk, q, v, tau, method, tangent)
+    if out is None:
+        return res
+    return _copy_into(out, res)
+
+
+def _copy_into(out, res):
+    """``res`` written into the arrays of ``out`` (same model), which is returned."""
+    for name in ("qdd", "lam", "dqdd_dq", "dqdd_dv", "dqdd_dtau", "dlam_dq", "dlam_dv",
+                 "dlam_dtau"):  # fmt: skip
+        a, b = getattr(out, name), getattr(res, name)
+        if a is None and b is None:  # a tree's lam
+            continue
+        if a is None or b is None or a.shape != b.shape:
+            raise ValueError("out= must be the result of an earlier call on the same model")
+        a[...] = b
+    for name in ("rows", "mu", "independent", "dependent", "G", "dqdd_dy", "dqdd_dydot"):
+        setattr(out, name, getattr(res, name))
+    return out
+
+
+def _checked(model, wk, q, v, tau, method, tangent):
+    """``forward_dynamics_derivatives`` through ``ld.forward_dynamics`` (every method,
+    dropped rows, its checks and errors)."""
     res = forward_dynamics(model, q, v, tau, method=method)
     qdd = res.qdd
     if wk is None:
@@ -719,11 +749,28 @@ def forward_dynamics_derivatives(model, q, v, tau=None, method="augmented", tang
     return out
 
 
-def _fast(model, wk, q, v, tau, tangent):
+def _fast(model, wk, q, v, tau, tangent, out=None):
     """``forward_dynamics_derivatives`` in one compiled call (``AUGMENTED_SOLVE``, every
     row kept), or None where the entry refuses the inputs or the state (the checked path
-    then answers or explains)."""
+    then answers or explains).  ``out`` with buffers of this path: written in place."""
     n, m = model.nv, model.m
+    if out is not None and out._buf is not None and out._buf[2].shape == (n + m, 3 * n):
+        qdd, lam, B = out._buf
+        if wk.rows is not wk.all_rows:
+            wk.use(wk.all_rows)
+        try:
+            st = wk.entry(
+                wk.data.ctx, wk.buf, q, v, wk.zeros if tau is None else tau, qdd, lam,
+                wk.all_size, AUGMENTED_SOLVE, B,
+            )  # fmt: skip
+        except TypeError:
+            return None
+        if not st > 0.0:
+            return None
+        out.rows, out.mu = wk.all_rows, lam
+        if tangent:
+            _project(model, q, out, wk, True)
+        return out
     qdd, lam = _empty(n), _empty(m)
     B = _empty((n + m, 3 * n))
     wk.use(wk.all_rows)
@@ -736,13 +783,13 @@ def _fast(model, wk, q, v, tau, tangent):
         return None
     if not st > 0.0:
         return None
-    out = ForwardDynamicsDerivatives(
+    res = ForwardDynamicsDerivatives(
         qdd, lam, B[:n, :n], B[:n, n : 2 * n], B[:n, 2 * n :],
-        B[n:, :n], B[n:, n : 2 * n], B[n:, 2 * n :], wk.all_rows, lam,
+        B[n:, :n], B[n:, n : 2 * n], B[n:, 2 * n :], wk.all_rows, lam, _buf=(qdd, lam, B),
     )  # fmt: skip
     if tangent:
-        _project(model, q, out, wk, True)
-    return out
+        _project(model, q, res, wk, True)
+    return res if out is None else _copy_into(out, res)
 
 
 _empty = np.empty
