@@ -24,6 +24,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import loopdyn as ld
 from bench_tree import per_call_us
+from loopdyn.kernels import tiers
+
+tiers.set_policy("compiled")  # time the compiled tier (first calls compile)
 
 
 def _state(model, seed=0):

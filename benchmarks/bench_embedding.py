@@ -44,6 +44,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 import loopdyn as ld
 import timing
 from bench_tree import _calls_per_run
+from loopdyn.kernels import tiers
+
+tiers.set_policy("compiled")  # time the compiled tier (first calls compile)
 
 
 def alternate(fns, repeat, min_time, timer=time.process_time):

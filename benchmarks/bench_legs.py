@@ -34,7 +34,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import loopdyn as ld
+from loopdyn.kernels import tiers
 from timing import alternate, fmt_ratio, median_us, ratio, use_cpu_time
+
+tiers.set_policy("compiled")  # time the compiled tier (first calls compile)
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "legs"
 LEGS = ("cassie_leg", "digit_leg", "five_bar_leg", "kangaroo_leg")

@@ -43,6 +43,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import loopdyn as ld
 import timing
+from loopdyn.kernels import tiers
+
+tiers.set_policy("compiled")  # time the compiled tier (first calls compile)
 
 OTHERS = ("augmented", "slm", "sslm", "recursive_lambda", "embedding")
 

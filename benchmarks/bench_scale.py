@@ -35,6 +35,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import loopdyn as ld
 from bench_closed import _pin
+from loopdyn.kernels import tiers
+
+tiers.set_policy("compiled")  # time the compiled tier (first calls compile)
 
 
 def _states(model, n, seed=0):

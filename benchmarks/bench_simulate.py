@@ -29,6 +29,9 @@ import time
 import numpy as np
 
 import loopdyn as ld
+from loopdyn.kernels import tiers
+
+tiers.set_policy("compiled")  # time the compiled tier (first calls compile)
 
 T_END = 5.0
 N_OUT = 51

@@ -25,6 +25,7 @@ from numba import njit
 sys.path.insert(0, str(Path(__file__).parent))
 import loopdyn as ld
 from bench_denoc import _state
+from loopdyn.kernels import tiers
 from loopdyn.kernels.numba_internals import as_input, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms
@@ -34,6 +35,8 @@ from loopdyn.methods import slm as S
 from loopdyn.methods.common import accept, input_status, max_abs
 from loopdyn.tree.crba import crba_from_poses
 from loopdyn.tree.rnea import rnea_from_kinematics
+
+tiers.set_policy("compiled")  # time the compiled tier (first calls compile)
 
 SLM_STAGES = (
     "input checks", "forward kinematics", "RNEA (h)", "bias accelerations",

@@ -32,7 +32,10 @@ from pathlib import Path
 import numpy as np
 
 import loopdyn as ld
+from loopdyn.kernels import tiers
 from loopdyn.sweeps import case_table, run_simulate
+
+tiers.set_policy("compiled")  # time the compiled tier (first calls compile)
 
 OPTIONS = dict(t_end=5.0, integrator="RK45")
 

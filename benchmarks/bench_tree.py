@@ -30,6 +30,9 @@ from functools import partial
 import numpy as np
 
 import loopdyn as ld
+from loopdyn.kernels import tiers
+
+tiers.set_policy("compiled")  # time the compiled tier (first calls compile)
 
 
 def _models():

@@ -62,6 +62,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import loopdyn as ld
 import mechanisms as mx
 import parallel_mechanisms as pm
+from loopdyn.kernels import tiers
+
+tiers.set_policy("compiled")  # time the compiled tier (first calls compile)
 
 KINDS = (
     mx.AGREES, mx.EXACT_AT_ITS_RANK, mx.NAMED, mx.SILENT, mx.SINGULAR_WELL, mx.OUTSIDE, mx.OTHER,

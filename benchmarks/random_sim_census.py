@@ -44,6 +44,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import loopdyn as ld
 import mechanisms as mx
+from loopdyn.kernels import tiers
+
+tiers.set_policy("compiled")  # time the compiled tier (first calls compile)
 
 KINDS = ("ok", "named", "sing/well", "phi", "drift", "nonfinite", "other", "slow")
 

@@ -5,7 +5,12 @@ cached; random states are drawn from seeded generators so that every failure is
 reproducible.
 """
 
+import os
 from functools import cache
+
+# the test-suite checks the compiled tier (loopdyn.kernels.tiers); tests/test_tiers.py
+# holds the eager tier to it.  Set before loopdyn is imported (subprocesses inherit it).
+os.environ.setdefault("LOOPDYN_TIER", "compiled")
 
 import numpy as np
 import pytest
@@ -132,3 +137,58 @@ def log3(R):
     th = np.arccos(c)
     w = 0.5 * np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
     return w if th < 1e-12 else w * th / np.sin(th)
+
+
+# ---- every kernel compiles once per signature (issue 38): numba's compile events of the
+# whole test process, keyed by the function and its argument types; a second compile of
+# the same key (a dispatcher made again, or a callee recompiled under other flags) fails
+# the session at its end, naming the kernels
+class CompileLog:
+    """(module.qualname, argument types, dispatcher) -> number of numba compilations seen
+    (a dispatcher made anew, as ``controller_address`` makes one per controller, is
+    another key)."""
+
+    def __init__(self):
+        self.counts = {}
+        self.keep = []  # the dispatchers seen (their ids stay theirs)
+
+    def key(self, ev):
+        disp = ev.data["dispatcher"]
+        self.keep.append(disp)
+        f = disp.py_func
+        return f"{f.__module__}.{f.__qualname__}", tuple(str(a) for a in ev.data["args"]), id(disp)
+
+    def twice(self, prefix="loopdyn"):
+        """The keys of loopdyn's kernels compiled more than once."""
+        return sorted(k for k, n in self.counts.items() if n > 1 and k[0].startswith(prefix))
+
+
+def _install_compile_log():
+    from numba.core import event
+
+    log = CompileLog()
+
+    class _Listener(event.Listener):
+        def on_start(self, ev):
+            k = log.key(ev)
+            log.counts[k] = log.counts.get(k, 0) + 1
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", _Listener())
+    return log
+
+
+COMPILE_LOG = _install_compile_log()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    twice = COMPILE_LOG.twice()
+    if twice:
+        lines = "\n".join(f"  {name} {args}" for name, args, _ in twice)
+        session.config.pluginmanager.get_plugin("terminalreporter").write_line(
+            f"FAILED: kernels compiled twice for the same signature in this process:\n{lines}",
+            red=True,
+        )
+        session.exitstatus = 1

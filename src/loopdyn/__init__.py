@@ -61,6 +61,7 @@ from loopdyn.errors import (
     SingularityError,
 )
 from loopdyn.io import load, save
+from loopdyn.kernels import tiers as _tiers  # noqa: F401 - which tier runs a kernel
 from loopdyn.kinematics.closures import (
     closure_residual,
     constraint_bias,

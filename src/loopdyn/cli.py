@@ -5,7 +5,6 @@
         --plot traj.png --animate traj.gif
 """
 
-import os
 import sys
 import time
 import warnings
@@ -16,6 +15,25 @@ from typing import Annotated
 import numpy as np
 import typer
 
+from loopdyn.cli_common import (  # noqa: F401 - the commands' shared helpers
+    _FILE_SUFFIXES,
+    LOAD_OPTIONS,
+    MODEL_FILES,
+    MODEL_HELP,
+    SIMULATE_OPTIONS,
+    LoadOption,
+    LoopsOption,
+    _check_output,
+    _console,
+    _errors,
+    _esc,
+    _load_model,
+    _parse_load_options,
+    _parse_params,
+    _parse_value,
+    _parse_vector,
+    _Usage,
+)
 from loopdyn.methods import dynamics as _dynamics  # the package is imported already
 
 app = typer.Typer(
@@ -27,111 +45,6 @@ app = typer.Typer(
 )
 
 
-def _console(stderr=False):
-    from rich.console import Console
-
-    return Console(stderr=stderr, highlight=False)
-
-
-def _esc(obj):
-    """str(obj) with rich markup escaped (messages hold [..] lists)."""
-    from rich.markup import escape
-
-    return escape(str(obj))
-
-
-class _Usage(Exception):
-    """A command-line mistake: one line on stderr, exit code 2."""
-
-
-@contextmanager
-def _errors():
-    """Every loopdyn, value, type or file error becomes one line on stderr and exit 2."""
-    import loopdyn as ld
-
-    try:
-        yield
-    except (_Usage, ld.LoopdynError, ValueError, TypeError, OSError, KeyError) as e:
-        text = " ".join(str(e).split()) or type(e).__name__
-        _console(stderr=True).print(f"[red]error:[/] {_esc(text)}", soft_wrap=True)
-        raise typer.Exit(2) from None
-
-
-def _parse_value(text, unit=None, name="value"):
-    """The value of ``KEY=VALUE`` for a parameter of ``unit`` (``loopdyn.examples.params``).
-
-    Angles (unit ``rad``) need a unit: ``90deg`` or ``1.571rad`` (a bare number is
-    refused: degrees or radians would be a guess).  Counts and seeds are integers;
-    other numbers are floats (SI units); a comma-separated list gives an array.
-    """
-    t = text.strip()
-    if unit == "text":
-        return t
-    if unit == "flag":
-        if t.lower() in ("true", "yes", "1", "on"):
-            return True
-        if t.lower() in ("false", "no", "0", "off"):
-            return False
-        raise _Usage(f"parameter {name} is a flag: give true or false, got {text!r}")
-    if "," in t:
-        return [_parse_value(x, unit, name) for x in t.split(",") if x.strip()]
-    low = t.lower()
-    try:
-        if low.endswith("deg"):
-            value = float(np.deg2rad(float(t[:-3])))
-        elif low.endswith("rad"):
-            value = float(t[:-3])
-        elif unit == "rad":
-            raise _Usage(
-                f"parameter {name} is an angle: give its unit, e.g. {name}={t}deg or {name}={t}rad"
-            )
-        elif unit in ("count", "seed"):
-            value = int(t)
-        else:
-            value = float(t)
-    except ValueError:
-        kind = "an integer" if unit in ("count", "seed") else "a number"
-        raise _Usage(f"parameter {name} must be {kind}, got {text!r}") from None
-    if unit != "rad" and (low.endswith("deg") or low.endswith("rad")):
-        raise _Usage(f"parameter {name} is not an angle ({unit}); got {text!r}")
-    return value
-
-
-def _parse_params(model, params):
-    """``-p KEY=VALUE`` options as keyword arguments of catalog model ``model``."""
-    import loopdyn as ld
-
-    spec = {p.name: p.unit for p in ld.examples.parameters(model)}
-    out = {}
-    for p in params or []:
-        if "=" not in p:
-            raise _Usage(f"--param: expected KEY=VALUE, got {p!r}")
-        k, v = (x.strip() for x in p.split("=", 1))
-        if k not in spec:
-            known = ", ".join(spec) or "none"
-            raise _Usage(f"{model} has no parameter {k!r}; its parameters are {known}")
-        out[k] = _parse_value(v, spec[k], k)
-    return out
-
-
-_FILE_SUFFIXES = (".urdf", ".sdf", ".xml", ".mjcf", ".toml")
-# ld.simulate's arguments as the command line names them in messages (check_arguments)
-SIMULATE_OPTIONS = {
-    "t_end": "--t-end", "t_eval": "--points", "rtol": "--rtol", "atol": "--atol", "dt": "--dt",
-    "max_outputs": None,
-}  # fmt: skip
-
-
-# ld.load's options as ``--load-option KEY=VALUE`` reads them: KEY -> the value's kind
-LOAD_OPTIONS = {
-    "floating_base": "bool", "planar": "bool", "assemble": "bool",
-    "tree_joints": "names", "cut_joints": "names", "actuated": "names", "package_dirs": "names",
-    "massless": "mass", "nonphysical_inertia": "text", "couplings": "text", "closures": "text",
-    "gravity": "vector", "name": "text", "model": "text", "max_bytes": "int",
-}  # fmt: skip
-#: the model argument's help: every suffix ``ld.load`` reads
-MODEL_FILES = ".urdf .sdf .xml .mjcf .toml .yaml"
-MODEL_HELP = f"catalog name (loopdyn models) or model file ({MODEL_FILES})"
 #: --method's help: the choices, from the dispatcher
 METHOD_HELP = "forward dynamics: " + " ".join(_dynamics.METHODS)
 #: --tau's help: what a value means
@@ -139,110 +52,45 @@ TAU_HELP = (
     "constant joint forces, comma-separated: nv values or one per actuator, "
     "N·m per revolute and N per prismatic coordinate"
 )
-LoopsOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--loops",
-        help="loop closures beside a URDF: the parallel-robot YAML file "
-        "(closed_loop, type, name_mot, joint_name/joint_type)",
-    ),
-]
-LoadOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--load-option",
-        "-L",
-        help="an ld.load option KEY=VALUE for a model file, e.g. nonphysical_inertia=accept, "
-        "massless=0.01, floating_base=true, cut_joints=a,b, couplings=ignore "
-        f"(keys: {', '.join(LOAD_OPTIONS)})",
-    ),
-]
-
-
-def _parse_load_options(items):
-    """``--load-option KEY=VALUE`` items as ``ld.load`` keywords."""
-    out = {}
-    for item in items or []:
-        if "=" not in item:
-            raise _Usage(f"--load-option: expected KEY=VALUE, got {item!r}")
-        k, v = (x.strip() for x in item.split("=", 1))
-        kind = LOAD_OPTIONS.get(k)
-        if kind is None:
-            raise _Usage(f"--load-option: unknown key {k!r}; use one of {', '.join(LOAD_OPTIONS)}")
-        if kind == "bool":
-            if v.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise _Usage(f"--load-option {k}: expected true or false, got {v!r}")
-            out[k] = v.lower() in ("true", "1", "yes")
-        elif kind == "names":
-            out[k] = [x.strip() for x in v.split(",") if x.strip()]
-        elif kind == "vector":
-            out[k] = _parse_vector(v, f"--load-option {k}")
-        elif kind == "int":
-            try:
-                out[k] = int(v)
-            except ValueError:
-                raise _Usage(f"--load-option {k}: expected an integer, got {v!r}") from None
-        elif kind == "mass":  # "error" or a mass in kg
-            try:
-                out[k] = float(v)
-            except ValueError:
-                out[k] = v
-        else:
-            out[k] = v
-    return out
-
-
-def _load_model(spec, params, loops=None, load_options=None):
-    """A catalog model (name and ``-p`` parameters) or a model file (``ld.load`` with
-    ``--loops`` and ``--load-option`` options)."""
-    import loopdyn as ld
-
-    path = Path(spec)
-    if path.suffix.lower() in (*_FILE_SUFFIXES, ".yaml", ".yml") or path.exists():
-        if params:
-            raise _Usage("--param sets catalog parameters; a model file takes none")
-        options = _parse_load_options(load_options)
-        if loops is not None:
-            options["loops"] = loops
-        return ld.load(path, **options)
-    if loops is not None or load_options:
-        raise _Usage(f"--loops and --load-option apply to a model file, not to catalog {spec!r}")
-    return ld.examples.get(spec, **_parse_params(spec, params))
-
-
-def _parse_vector(text, what):
-    if text is None:
-        return None
-    try:
-        return np.array([float(x) for x in text.replace(" ", ",").split(",") if x], float)
-    except ValueError:
-        raise typer.BadParameter(
-            f"{what}: expected comma-separated numbers, got {text!r}"
-        ) from None
-
-
-def _check_output(path, suffixes, what):
-    """Refuse, before any work, an output of an unknown type or in an unwritable folder;
-    make its folder if missing."""
-    if path is None:
-        return
-    if path.suffix.lower() not in suffixes:
-        raise _Usage(f"{what} {str(path)!r}: unknown file type; use {', '.join(suffixes)}")
-    folder = path.parent if str(path.parent) else Path(".")
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise _Usage(f"{what} {str(path)!r}: {str(existing)!r} is a file, not a folder")
-    if not os.access(existing, os.W_OK):
-        raise _Usage(f"{what} {str(path)!r}: the folder {str(existing)!r} is not writable")
-    folder.mkdir(parents=True, exist_ok=True)  # a missing folder is made, as for any output
 
 
 def _note_compiling(entries):
-    """One line on stderr when the first call will compile kernels (not cached yet)."""
-    if not all(e.is_cached() for e in entries):
+    """One line on stderr when the first call will compile kernels (not cached yet), or,
+    under the ``auto`` tier policy (``loopdyn.kernels.tiers``), when it runs eagerly while
+    they are compiled in the background."""
+    from loopdyn.kernels import tiers
+
+    if all(e.is_cached() for e in entries) or tiers.policy() == "eager":
+        return
+    if tiers.policy() == "auto":
+        _console(stderr=True).print(
+            "first run with this loopdyn: running the eager (Python) tier while numba "
+            "compiles the kernels in the background for the next run"
+        )
+    else:
         _console(stderr=True).print("compiling kernels, once per machine (up to a minute) ...")
+
+
+def _tier_line(console):
+    """``tier: compiled`` / ``tier: eager`` / both: which tier ran the kernels."""
+    from loopdyn.kernels import tiers
+
+    used = tiers.used()
+    console.print(f"tier: {' + '.join(used) if used else 'none (no kernel ran)'}")
+
+
+@contextmanager
+def _no_compiling():
+    """``info`` and ``models`` never compile a kernel: what is not on disk runs eagerly
+    (the ``compiled`` policy is ``auto`` while they run)."""
+    from loopdyn.kernels import tiers
+
+    old = tiers.set_policy("auto") if tiers.policy() == "compiled" else None
+    try:
+        yield
+    finally:
+        if old is not None:
+            tiers.set_policy(old)
 
 
 @app.command()
@@ -252,7 +100,7 @@ def models(
     ] = False,
 ):
     """List the mechanism catalog: bodies, coordinates, loops, degrees of freedom."""
-    with _errors():
+    with _no_compiling(), _errors():
         _models(params)
 
 
@@ -314,7 +162,7 @@ def info(
     """Describe a model: bodies, joints, loops, DOF, rank of the closures at q0, methods."""
     from rich.table import Table
 
-    with _errors():
+    with _no_compiling(), _errors():
         import loopdyn as ld
 
         mdl = _load_model(model, param, loops, load_option)
@@ -480,6 +328,7 @@ def simulate(
         con.print(f"note: {method} fell back to the dense augmented solve{count} "
                   "(a singular or inaccurate state; the answers are augmented's)",
                   soft_wrap=True)  # fmt: skip
+    _tier_line(err)
     if failure is not None:
         what = "interrupted" if interrupted else "simulation stopped"
         err.print(f"[red]{what}:[/] {_esc(' '.join(str(failure).split()))}", soft_wrap=True)
@@ -593,6 +442,9 @@ def bench(
     from rich.table import Table
 
     import loopdyn as ld
+    from loopdyn.kernels import tiers
+
+    tiers.set_policy("compiled")  # per-call times are the compiled tier's
 
     with _errors():
         m = _load_model(model, param)

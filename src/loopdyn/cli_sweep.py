@@ -37,7 +37,7 @@ def parse_param(text, units, max_cases=None):
     """``NAME=SPEC`` -> (name, list of values); ``units``: catalog parameter -> unit.
     A range of more than ``max_cases`` values (default ``loopdyn.sweeps.MAX_CASES``) is
     refused before its values are made."""
-    from loopdyn import cli
+    from loopdyn import cli_common as cli
     from loopdyn.sweeps import MAX_CASES, grid_too_large
 
     max_cases = MAX_CASES if max_cases is None else max_cases
@@ -125,7 +125,7 @@ def sweep(
 ):
     """Run a simulation or analysis over a grid of parameters, on Dask; resumable."""
     import loopdyn as ld
-    from loopdyn import cli
+    from loopdyn import cli_common as cli
     from loopdyn.sim.simulate import check_arguments
     from loopdyn.sweeps import MAX_CASES, grid_too_large, read_manifest
 
@@ -215,7 +215,7 @@ def _interrupted(out, scheduler):
     import logging
     import shlex
 
-    from loopdyn import cli
+    from loopdyn import cli_common as cli
     from loopdyn.sweeps import read_manifest, read_sweep
 
     for name in ("distributed", "tornado", "asyncio"):  # no shutdown tracebacks after this
@@ -254,7 +254,7 @@ def sweep_plot(
 ):
     """Heat map of a sweep's outcome over two parameters (ld.plot_sweep)."""
     import loopdyn as ld
-    from loopdyn import cli
+    from loopdyn import cli_common as cli
 
     with cli._errors():
         cli._check_output(out, (".png", ".pdf", ".svg"), "--out")

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from loopdyn.cli import MODEL_FILES, LoadOption, LoopsOption  # cli imports this module at its end
+from loopdyn.cli_common import MODEL_FILES, LoadOption, LoopsOption
 from loopdyn.methods.dynamics import METHODS
 
 
@@ -26,7 +26,7 @@ def register(app):
 def _target(spec, model_spec, params, t_end, method, loops=None, load_options=None):
     """(object to show, its model or None) of the command's arguments."""
     import loopdyn as ld
-    from loopdyn import cli
+    from loopdyn import cli_common as cli
 
     if spec.lower().endswith(".npz"):
         if params or t_end is not None:
@@ -75,7 +75,7 @@ def view(
     load_option: LoadOption = None,
 ):
     """Show a model or a trajectory in 3D: a viewer in the browser, or an HTML file."""
-    from loopdyn import cli
+    from loopdyn import cli_common as cli
 
     with cli._errors():
         if html is not None:

@@ -11,6 +11,7 @@ import numpy as np
 
 from loopdyn.errors import NotAModelError
 from loopdyn.kernels.checks import bad_quaternion
+from loopdyn.kernels.tiers import kernel
 from loopdyn.model.data import Data
 from loopdyn.model.model import Model
 
@@ -92,7 +93,7 @@ def configuration(model, q):
         model_arg(model)
     q = vector(q, model.nq, "q", model)
     if model.has_quaternions:
-        k = bad_quaternion(model.topo, np.ascontiguousarray(q))
+        k = kernel(bad_quaternion)(model.topo, np.ascontiguousarray(q))
         if k >= 0:
             raise ValueError(f"{model.name}: quaternion at q[{k}:{k + 4}] is zero or not finite")
     return q

@@ -17,7 +17,7 @@ import numpy as np
 
 from loopdyn.errors import AssemblyError
 from loopdyn.kinematics.closures import constraint_jacobian, evaluate, rank_tolerance
-from loopdyn.kinematics.configuration import integrate_kernel
+from loopdyn.kinematics.configuration import integrate_into
 from loopdyn.validation import configuration, model_arg, scalar, vector, workspace
 
 log = logging.getLogger("loopdyn.assembly")
@@ -43,6 +43,14 @@ LM_ACCEPT = 1e-4  # a damped step's least gain ratio (actual / predicted decreas
 LM_MU0 = 1e-3  # first damping, relative to σ_max(J)²
 LM_MU_MAX = 1e16  # ... and the largest: a stationary point of |Φ|²
 STALL_WINDOW, STALL_GAIN = 32, 0.99  # a start stalls if |Φ| fell < 1 % in 32 iterations
+# from this many closure rows on, the steps are solved sparsely (``_Sparse``: J Jᵀ by a
+# sparse LU, O(nnz) per step on a ladder) instead of by a dense SVD of J (O(m² n): the
+# whole build of spatial_ladder(1024), 3072 rows, took 52-223 s, nearly all in SVDs)
+SPARSE_ROWS = 64
+# a sparse step must solve its linear model to this relative residual, else the dense
+# SVD takes that iteration (rank-deficient or ill-conditioned J: redundant closures,
+# singular configurations, where the SVD leaves the dependent directions out)
+SPARSE_RESIDUAL = 1e-9
 
 
 def default_max_iter(model):
@@ -205,7 +213,7 @@ def assemble(model, q_guess, fixed=None, tol=1e-12, max_iter=None, data=None, *,
         return (q, info) if return_info else q
     d = workspace(model, data)
     evaluate(model, q, None, True, d)  # compiled here on a first call: before the clock
-    integrate_kernel(model.topo, q, np.zeros(model.nv), 1.0, np.empty(model.nq))
+    integrate_into(model.topo, q, np.zeros(model.nv), 1.0, np.empty(model.nq))
     run = _Run(model, int(max_iter), time_limit, progress)
     best = _start(model, q, free, tol, run, d)
     # a local minimum of |Φ|² (often a singular configuration of the loops): restarts
@@ -272,7 +280,7 @@ class _Run:
 def _moved(model, q, dv):
     """q ⊕ dv (``integrate`` without the checks: may overflow to inf)."""
     out = np.empty(model.nq)
-    integrate_kernel(model.topo, q, dv, 1.0, out)
+    integrate_into(model.topo, q, dv, 1.0, out)
     return out
 
 
@@ -286,6 +294,66 @@ def _trial(model, q, dv, d):
     if not np.isfinite(f):
         return q_t, np.inf, np.inf
     return q_t, f, float(np.abs(Phi).max())
+
+
+class _Sparse:
+    """The steps of ``_start`` for a J of full row rank, without its SVD.
+
+    With J = U S Vᵀ (m ≤ n, full row rank) and y = (J Jᵀ + μ I)⁻¹ Φ:
+    the Levenberg–Marquardt step -V diag(s / (s² + μ)) Uᵀ Φ = -Jᵀ y, its residual
+    Uᵀ Φ - S c = μ Uᵀ y (so the predicted decrease |Φ|² - |Φ + J δ|² = |Φ|² - μ² |y|²),
+    and μ = 0 is the minimum-norm Gauss–Newton step, whose slope |Uᵀ Φ|² is |Φ|².  J Jᵀ
+    is sparse (a row couples the coordinates of one loop) and factorised by SuperLU;
+    ``gauss_newton`` returns None where its step misses J δ = -Φ by more than
+    ``SPARSE_RESIDUAL`` (then the dense SVD decides, leaving dependent rows out)."""
+
+    def __init__(self, J, Phi):
+        from scipy import sparse
+
+        self.J = sparse.csr_matrix(J)
+        self.A = (self.J @ self.J.T).tocsc()
+        self.Phi = Phi
+        self.m = J.shape[0]
+        # σ_max(J)² = λ_max(J Jᵀ), by power iteration (a scale for μ only)
+        x = np.ones(self.m) / np.sqrt(self.m)
+        lam = 0.0
+        for _ in range(30):
+            y = self.A @ x
+            lam = float(np.linalg.norm(y))
+            if lam == 0.0:
+                break
+            x = y / lam
+        self.s0 = np.sqrt(lam)
+
+    def _solve(self, mu):
+        from scipy import sparse
+        from scipy.sparse.linalg import splu
+
+        A = self.A if mu == 0.0 else (self.A + mu * sparse.identity(self.m, format="csc"))
+        try:
+            return splu(A, permc_spec="MMD_AT_PLUS_A").solve(self.Phi)
+        except RuntimeError:  # exactly singular
+            return None
+
+    def gauss_newton(self):
+        """(δ, slope) of the minimum-norm Gauss–Newton step, or None (see the class)."""
+        if self.s0 == 0.0:
+            return None
+        y = self._solve(0.0)
+        if y is None or not np.all(np.isfinite(y)):
+            return None
+        dx = -(self.J.T @ y)
+        res = np.linalg.norm(self.J @ dx + self.Phi)
+        if not res <= SPARSE_RESIDUAL * np.linalg.norm(self.Phi):
+            return None
+        return dx, float(self.Phi @ self.Phi)
+
+    def levenberg_marquardt(self, mu):
+        """(δ, predicted decrease of |Φ|²) of the step damped by ``mu``, or None."""
+        y = self._solve(mu)
+        if y is None or not np.all(np.isfinite(y)):
+            return None
+        return -(self.J.T @ y), float(self.Phi @ self.Phi - mu * mu * (y @ y))
 
 
 def _start(model, q, free, tol, run, d):
@@ -307,20 +375,29 @@ def _start(model, q, free, tol, run, d):
         history.append(f)
         if len(history) > STALL_WINDOW and f > STALL_GAIN**2 * history[-1 - STALL_WINDOW]:
             return q, err, Phi, "stalled"  # |Φ| down by less than 1 % in STALL_WINDOW
-        # J_free = U diag(s) Vᵀ; g: Φ along U.  Rows of J below the rank tolerance (a
-        # redundant closure, a singular configuration) are left out of the step.
-        U, s, Vt = np.linalg.svd(J, full_matrices=False)
-        if s.size == 0 or not s[0] > 0.0:
-            return q, err, Phi, "stationary"  # nothing free moves Φ
-        g = U.T @ Phi
-        keep = s > rank_tolerance(J.shape, s)
-        gk = np.where(keep, g, 0.0)
-        slope = float(gk @ gk)  # -½ d|Φ(q ⊕ α δ)|²/dα at α = 0 for the Gauss–Newton δ
-        if np.sqrt(slope) <= 1e-12 * np.sqrt(f):
-            return q, err, Phi, "stationary"  # Φ ⟂ range(J): no descent direction
-        # 1. Gauss–Newton, minimum norm: δ = -V diag(1/s) gk, halved until |Φ|² falls by
-        #    an Armijo fraction of its prediction, or max |Φ| falls
-        dx = -(Vt.T @ np.divide(gk, s, out=np.zeros_like(s), where=keep))
+        # large J: the sparse steps where J has full row rank (``_Sparse``)
+        sp = _Sparse(J, Phi) if J.shape[0] >= SPARSE_ROWS and J.shape[0] <= J.shape[1] else None
+        gn = sp.gauss_newton() if sp is not None else None
+        if gn is not None:
+            dx, slope = gn
+            s0 = sp.s0
+        else:
+            sp = None
+            # J_free = U diag(s) Vᵀ; g: Φ along U.  Rows of J below the rank tolerance (a
+            # redundant closure, a singular configuration) are left out of the step.
+            U, s, Vt = np.linalg.svd(J, full_matrices=False)
+            if s.size == 0 or not s[0] > 0.0:
+                return q, err, Phi, "stationary"  # nothing free moves Φ
+            s0 = s[0]
+            g = U.T @ Phi
+            keep = s > rank_tolerance(J.shape, s)
+            gk = np.where(keep, g, 0.0)
+            slope = float(gk @ gk)  # -½ d|Φ(q ⊕ α δ)|²/dα at α = 0 for the Gauss–Newton δ
+            if np.sqrt(slope) <= 1e-12 * np.sqrt(f):
+                return q, err, Phi, "stationary"  # Φ ⟂ range(J): no descent direction
+            # 1. Gauss–Newton, minimum norm: δ = -V diag(1/s) gk, halved until |Φ|² falls
+            #    by an Armijo fraction of its prediction, or max |Φ| falls
+            dx = -(Vt.T @ np.divide(gk, s, out=np.zeros_like(s), where=keep))
         q_new = None
         alpha = 1.0
         for _ in range(LINE_SEARCH):
@@ -337,12 +414,20 @@ def _start(model, q, free, tol, run, d):
         #    ratio (actual / linear-model decrease of |Φ|²) exceeds LM_ACCEPT; the
         #    accepted μ is then lowered as Nielsen's rule says
         if q_new is None:
-            mu, nu = max(mu, LM_MU0 * s[0] ** 2), 2.0
+            mu, nu = max(mu, LM_MU0 * s0**2), 2.0
             while True:
-                c = s * g / (s * s + mu)
-                dx = -(Vt.T @ c)
-                r = g - s * c
-                pred = float(g @ g - r @ r)  # |Φ|² - |Φ + J δ|²
+                lm = sp.levenberg_marquardt(mu) if sp is not None else None
+                if lm is not None:
+                    dx, pred = lm
+                else:
+                    c = s * g / (s * s + mu) if sp is None else None
+                    if c is None:  # the sparse solve failed: the SVD from here on
+                        U, s, Vt = np.linalg.svd(J, full_matrices=False)
+                        g, sp = U.T @ Phi, None
+                        c = s * g / (s * s + mu)
+                    dx = -(Vt.T @ c)
+                    r = g - s * c
+                    pred = float(g @ g - r @ r)  # |Φ|² - |Φ + J δ|²
                 dv[free] = dx
                 q_t, f_t, _ = _trial(model, q, dv, d)
                 gain = (f - f_t) / pred if pred > 0.0 else -1.0
@@ -351,9 +436,7 @@ def _start(model, q, free, tol, run, d):
                     mu *= max(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
                     break
                 mu, nu = mu * nu, 2.0 * nu
-                if mu > LM_MU_MAX * s[0] ** 2 or np.abs(dx).max() <= 1e-15 * (
-                    1.0 + np.abs(q).max()
-                ):
+                if mu > LM_MU_MAX * s0**2 or np.abs(dx).max() <= 1e-15 * (1.0 + np.abs(q).max()):
                     return q, err, Phi, "stationary"
         q = q_new
         w = evaluate(model, q, None, True, d)

@@ -241,6 +241,18 @@ def unliteral(typingctx, x):
     return retty(x), codegen
 
 
+# the tier policy (``loopdyn.kernels.tiers``, which installs itself here when imported):
+# which tier runs an ``Entry``; None: compiled
+_tier_policy = None
+
+
+def install_tier_policy(policy):
+    """``Entry.callable`` and ``Entry.eager`` ask ``policy`` (``entry_callable(e)``,
+    ``eager_entry(e)``) from now on."""
+    global _tier_policy
+    _tier_policy = policy
+
+
 def entry(fn):
     """Compile an entry kernel: cached on disk, without numba's reference counting."""
     return njit(cache=True, _nrt=False)(fn)
@@ -481,7 +493,17 @@ class Entry:
     specialisation of every kernel below the entry.
     """
 
-    __slots__ = ("_pointer", "call", "compiled", "forwarder", "inputs", "kernel", "signature")
+    __slots__ = (
+        "_eager",
+        "_pointer",
+        "call",
+        "compiled",
+        "forwarder",
+        "inputs",
+        "kernel",
+        "name",
+        "signature",
+    )
 
     def __init__(self, kernel, restype, *argtypes):
         self.kernel = kernel
@@ -496,9 +518,43 @@ class Entry:
             if isinstance(t, types.Array) and t.layout == "A" and not t.mutable
         )
         self.forwarder = None
+        self._eager = None
+        self.name = None  # qualified_name()
+
+    def callable(self):
+        """What runs this entry now: the compiled dispatcher (compiled, or loaded from the
+        disk cache, at this first use) or, where the tier policy says so, its eager twin
+        (``loopdyn.kernels.tiers.entry_callable``; without a policy installed: compiled)."""
+        if _tier_policy is None:
+            return self.call if self.compiled else self.build()
+        return _tier_policy.entry_callable(self)
+
+    def qualified_name(self):
+        """``module:attribute`` naming this entry in its kernel's module (None if none
+        does): what a background build imports."""
+        if self.name is None:
+            import sys
+
+            module = self.kernel.py_func.__module__
+            for k, v in vars(sys.modules[module]).items():
+                if v is self:
+                    self.name = f"{module}:{k}"
+                    break
+        return self.name
+
+    def eager(self):
+        """The entry's eager twin (``loopdyn.kernels.tiers.eager_entry``), made once."""
+        if self._eager is None:
+            self._eager = _tier_policy.eager_entry(self)
+        return self._eager
 
     def compile(self):
-        """Compile (or load from the disk cache) now; returns the dispatcher."""
+        """What runs this entry now: ``callable()`` (the methods' binders bind it)."""
+        return self.callable()
+
+    def build(self):
+        """Compile (or load from the disk cache) now, whatever the tier policy; returns
+        the dispatcher."""
         k = self.kernel
         if not self.compiled:
             k.compile(self.signature)
@@ -521,7 +577,7 @@ class Entry:
         return k
 
     def _first(self, *args):
-        return self.compile()(*args)
+        return self.callable()(*args)
 
     def is_cached(self):
         """True if this entry's compiled code is in numba's disk cache for the current
@@ -537,7 +593,7 @@ class Entry:
         """The native address of the compiled entry (compiling or loading it first), for
         ``call_at`` / ``call_at_planned`` in compiled code.  Valid while ``self`` lives
         (the dispatcher keeps its code)."""
-        return address_of(self.compile(), self.signature.args)
+        return address_of(self.build(), self.signature.args)
 
 
 def address_of(dispatcher, argtypes):
@@ -685,6 +741,7 @@ __all__ = [
     "install_cache_locator",
     "install_call_type_memo",
     "install_fast_flag_comparisons",
+    "install_tier_policy",
     "row",
     "unliteral",
 ]

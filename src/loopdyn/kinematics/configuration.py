@@ -10,6 +10,7 @@ difference(q0, q1), 1) == q1.
 import numpy as np
 from numba import njit
 
+from loopdyn.kernels.tiers import kernel
 from loopdyn.model.joints import FREE, SPHERICAL
 from loopdyn.validation import configuration, scalar, vector
 
@@ -92,13 +93,19 @@ def integrate_kernel(topo, q, v, dt, out):
                 out[iq + k] = q[iq + k] + v[iv + k] * dt
 
 
+def integrate_into(topo, q, v, dt, out):
+    """``integrate_kernel`` called from Python, in the tier that runs
+    (``loopdyn.kernels.tiers``)."""
+    kernel(integrate_kernel)(topo, q, v, dt, out)
+
+
 def integrate(model, q, v, dt=1.0):
     """The configuration reached from ``q`` moving with constant velocity ``v`` for ``dt``."""
     q = configuration(model, q)
     v = vector(v, model.nv, "v", model)
     dt = scalar(dt, "dt", model)
     out = np.empty(model.nq)
-    integrate_kernel(model.topo, q, v, dt, out)
+    integrate_into(model.topo, q, v, dt, out)
     if not np.all(np.isfinite(out)):
         raise ValueError(f"{model.name}: integrate overflowed (|v dt| too large: dt = {dt})")
     return out

@@ -71,7 +71,7 @@ from loopdyn.validation import configuration, model_arg, vector, workspace
 
 def _bind_entry(module):
     """bind() of a dense method: its entry on ``d``'s buffer, with the dense blocks."""
-    return lambda model, d: partial(module.ENTRY.compile(), d.ensure_dense().ctx)
+    return lambda model, d: partial(module.ENTRY.callable(), d.ensure_dense().ctx)
 
 
 # method name -> bind(model, data) -> call(q, v, tau, qdd, lam) -> quality > 0 or status < 0;

@@ -456,6 +456,10 @@ class ModelBuilder:
         self._frames = []
         self._closures = []
         self._names = {GROUND}
+        # frame and closure names (a set: duplicates are checked in O(1), not by a scan
+        # of every earlier one, which made building spatial_ladder(1024) quadratic)
+        self._frame_names = set()
+        self._closure_names = set()
         self._q0 = None
 
     def add_body(
@@ -519,13 +523,14 @@ class ModelBuilder:
 
     def add_frame(self, name, body, xyz=(0.0, 0.0, 0.0), rotation=None, rpy=None):
         """Add a named frame fixed to ``body`` (or the ground) at ``xyz`` / ``rotation``."""
-        if name in self._names or any(f.name == name for f in self._frames):
+        if name in self._names or name in self._frame_names:
             raise ModelError(f"model {self.name!r}: duplicate name {name!r}")
         p = np.asarray(xyz, dtype=float).reshape(-1)
         if p.shape != (3,) or not np.all(np.isfinite(p)):
             raise ModelError(f"frame {name!r}: xyz must be a finite 3-vector")
         R = rotation_from(rotation, rpy, f"frame {name!r}")
         self._frames.append(_FrameSpec(name, body, R, p))
+        self._frame_names.add(name)
         return name
 
     def add_closure(
@@ -551,7 +556,7 @@ class ModelBuilder:
         the closure constrains).  In a model built with ``planar=True`` the kinds
         take their planar row sets (see ``loopdyn.model.closures``).
         """
-        if name in self._names or any(c.name == name for c in self._closures):
+        if name in self._names or name in self._closure_names:
             raise ModelError(f"model {self.name!r}: duplicate name {name!r}")
         if kind not in KINDS:
             raise ModelError(
@@ -562,6 +567,7 @@ class ModelBuilder:
         )
         spec.rows(self.planar)  # validate the axes now
         self._closures.append(spec)
+        self._closure_names.add(name)
         return name
 
     def add_coupling(self, joint_a, joint_b, ratio, offset=0.0, *, name=None):
@@ -575,7 +581,7 @@ class ModelBuilder:
         first, then the couplings, each in the order added.  Returns the name.
         """
         name = f"coupling_{joint_b}" if name is None else name
-        if name in self._names or any(c.name == name for c in self._closures):
+        if name in self._names or name in self._closure_names:
             raise ModelError(f"model {self.name!r}: duplicate name {name!r}")
         try:
             ratio, offset = float(ratio), float(offset)
@@ -586,6 +592,7 @@ class ModelBuilder:
         if not (np.isfinite(ratio) and np.isfinite(offset)):
             raise ModelError(f"coupling {name!r}: ratio and offset must be finite")
         self._closures.append(CouplingSpec(name, joint_a, joint_b, ratio, offset))
+        self._closure_names.add(name)
         return name
 
     def set_q0(self, q0):

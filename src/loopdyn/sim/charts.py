@@ -10,6 +10,7 @@ free joints use q itself (q_a = 0).
 import numpy as np
 from numba import njit
 
+from loopdyn.kernels.tiers import kernel
 from loopdyn.kinematics.configuration import integrate
 from loopdyn.model.joints import FREE, SPHERICAL
 
@@ -123,5 +124,5 @@ class Chart:
         if self.euclid:
             return v
         out = np.empty(self.model.nv)
-        chart_rate_kernel(self.model.topo, delta, v, out)
+        kernel(chart_rate_kernel)(self.model.topo, delta, v, out)
         return out

@@ -53,6 +53,7 @@ from numba.core.errors import TypingError
 from numba.extending import is_jitted, overload
 
 from loopdyn.errors import LoopdynError, SimulationInterrupted
+from loopdyn.kernels import tiers
 from loopdyn.kernels.linalg import cholesky_inplace, cholesky_solve
 from loopdyn.kernels.numba_internals import (
     CONTROLLER,
@@ -1180,6 +1181,14 @@ def _note_repartition(REP, ps, t, ind):
     for b in range(ind.shape[0]):
         REP[r, 1 + b] = ind[b]
     ps[6] += 1.0
+
+
+def ready():
+    """Whether ``ld.simulate`` runs this loop when it applies (``loopdyn.kernels.tiers``):
+    under the ``auto`` policy, once its machine code is on disk (else a background build
+    is asked for, and the Python loop runs); always under ``compiled``; never under
+    ``eager``."""
+    return tiers.kernel(loop) is loop
 
 
 def eligible(model, tau, integrator, stabilization):

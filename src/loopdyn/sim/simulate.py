@@ -251,6 +251,8 @@ def simulate(
         v = complete_velocity(model, q, v, data=d)
     t_out = a["t_out"]
     mode = stabilization if model.m else "none"
+    if compiled is None and data is None and not compiled_loop.ready():
+        compiled = False  # the eager tier (loopdyn.kernels.tiers): the Python loop
     if compiled is not False and data is None:
         why = compiled_loop.eligible(model, tau, integrator, mode)
         if why is None and method == "rcr" and independent is not None and model.m:
@@ -280,6 +282,15 @@ def simulate(
         run.interrupted(e)
     run.finish()
     return run.trajectory(True, "completed")
+
+
+def warm_up():
+    """Compile (or load) what the README's first command runs: the four-bar's build,
+    its augmented dynamics and the compiled simulation loop (a background build's
+    workload, ``loopdyn.kernels.tiers.WORKLOAD``)."""
+    from loopdyn.examples import four_bar
+
+    simulate(four_bar(), t_end=1e-3, t_eval=2, method="augmented", compiled=True)
 
 
 def check_arguments(

@@ -10,6 +10,7 @@ import numpy as np
 
 from loopdyn.analysis.assembly import partition
 from loopdyn.errors import LoopdynError, SingularityError
+from loopdyn.kernels.tiers import kernel
 from loopdyn.kinematics.closures import constraint_rank, constraints
 from loopdyn.kinematics.configuration import integrate
 from loopdyn.methods import dynamics
@@ -195,7 +196,7 @@ class System:
         for _ in range(25):
             q = self.chart.q(d)
             Phi, J, _ = constraints(self.model, q, data=self.data)
-            err, ratio = partition_kernel(J, Phi, rows, ind, dep, d, v, G, self.tol)
+            err, ratio = kernel(partition_kernel)(J, Phi, rows, ind, dep, d, v, G, self.tol)
             if ratio < 1e-14:
                 raise SingularityError(
                     f"{self.model.name}: the dependent block J_d (coordinates "
