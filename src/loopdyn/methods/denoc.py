@@ -62,6 +62,12 @@ from numba import njit, types
 
 from loopdyn.errors import ModelError, SingularityError
 from loopdyn.kernels.checks import all_finite
+from loopdyn.kernels.linalg import (
+    cholesky_inverse_trace6,
+    cholesky_scaled,
+    cholesky_solve_rows6,
+    cholesky_solve_scaled,
+)
 from loopdyn.kernels.numba_internals import (
     BUF,
     IN,
@@ -226,93 +232,9 @@ def _f3(pb, s, a, w):
 
 
 # ------------------------------------------------------------------ small solves
-@njit(cache=True)
-def _chol(A, n, di):
-    """A = L Lᵀ in place (L in the lower triangle) for the small SPD systems of DeNOC
-    (Φ, the GIM, the multiplier fits; n ≤ 6 for the catalog), with di[j] = 1/L_jj so
-    that ``_chol_solve`` multiplies: in these tiny solves the chain of divisions, not
-    the arithmetic, sets the time.  Returns ρ = min_j L_jj²/A_jj, each pivot² relative
-    to its diagonal entry (0.0: not positive definite; 1.0 for n = 0): 1/ρ estimates the
-    condition number of A with its unknowns scaled to a unit diagonal (the last pivot
-    is 1/(A⁻¹)_nn), which sets the accuracy of the solve (van der Sluis), whatever the
-    units of the unknowns.  (The ratio of the smallest to the largest pivot is no such
-    estimate: the normal equations of two nearly equal rows [0.0021, 0.79313] gave
-    pivots 8.8e-6 and 5.4e-11, a ratio of 6e-6 at a condition number of 3e15.)"""
-    rho = 1.0
-    for j in range(n):
-        s = A[j, j]
-        a = s
-        for k in range(j):
-            s -= A[j, k] * A[j, k]
-        if not s > 0.0:
-            return 0.0
-        rho = min(rho, s / a)
-        d = s**0.5
-        A[j, j] = d
-        inv = 1.0 / d
-        di[j] = inv
-        for i in range(j + 1, n):
-            t = A[i, j]
-            for k in range(j):
-                t -= A[i, k] * A[j, k]
-            A[i, j] = t * inv
-    return rho
-
-
 @njit(cache=True, inline="always")
 def _trace6(A):
     return A[0, 0] + A[1, 1] + A[2, 2] + A[3, 3] + A[4, 4] + A[5, 5]
-
-
-@njit(cache=True)
-def _inverse_trace(L, di, X):
-    """tr (L Lᵀ)⁻¹ = ‖L⁻¹‖_F² of a 6×6 factor of ``_chol`` (inverse pivots ``di``), with
-    ``X`` (6, 6) as scratch: L⁻¹ column by column by forward substitution (56 products).
-    With tr A it bounds cond₂(A) = λ_max/λ_min of an SPD A: λ_max ≤ tr A ≤ 6 λ_max and
-    1/λ_min ≤ tr A⁻¹ ≤ 6/λ_min."""
-    t = 0.0
-    for j in range(6):
-        for i in range(j, 6):
-            x = 1.0 if i == j else 0.0
-            for k in range(j, i):
-                x -= L[i, k] * X[k, j]
-            x *= di[i]
-            X[i, j] = x
-            t += x * x
-    return t
-
-
-@njit(cache=True)
-def _chol_solve(L, n, di, b):
-    """b ← (L Lᵀ)⁻¹ b with the factor and inverse pivots of ``_chol``."""
-    for i in range(n):
-        t = b[i]
-        for k in range(i):
-            t -= L[i, k] * b[k]
-        b[i] = t * di[i]
-    for i in range(n - 1, -1, -1):
-        t = b[i]
-        for k in range(i + 1, n):
-            t -= L[k, i] * b[k]
-        b[i] = t * di[i]
-
-
-@njit(cache=True)
-def _chol_solve_rows(L, di, X, nrows):
-    """X[a] ← (L Lᵀ)⁻¹ X[a] for the rows a < ``nrows`` of X (·, 6), L 6×6 from ``_chol``:
-    the substitutions of all right-hand sides advance together (independent chains)."""
-    for i in range(6):
-        for a in range(nrows):
-            t = X[a, i]
-            for k in range(i):
-                t -= L[i, k] * X[a, k]
-            X[a, i] = t * di[i]
-    for i in range(5, -1, -1):
-        for a in range(nrows):
-            t = X[a, i]
-            for k in range(i + 1, 6):
-                t -= L[k, i] * X[a, k]
-            X[a, i] = t * di[i]
 
 
 @njit(cache=True, inline="always")
@@ -586,9 +508,9 @@ def platform_jacobian(pb):
     for r in range(6):
         for c in range(6):
             Lc[r, c] = Phi[r, c]
-    if not _chol(Lc, unliteral(6), dc) > 0.0:
+    if not cholesky_scaled(Lc, unliteral(6), dc) > 0.0:
         return 0.0
-    ratio = 1.0 / (_trace6(Phi) * _inverse_trace(Lc, dc, _f2(pb, _XX, 6)))
+    ratio = 1.0 / (_trace6(Phi) * cholesky_inverse_trace6(Lc, dc, _f2(pb, _XX, 6)))
     if not ratio > PHI_TOL:
         return 0.0
     for l in range(n):
@@ -596,7 +518,7 @@ def platform_jacobian(pb):
             continue  # a zero row of Jᵀ stays zero
         for r in range(6):
             JT[l, r] = G[l, r]
-    _chol_solve_rows(Lc, dc, JT, n)
+    cholesky_solve_rows6(Lc, dc, JT, n)
     return ratio
 
 
@@ -794,7 +716,7 @@ def denoc_accelerations(pb, thdd, first):
                 for r in range(6):
                     y[r] += z[r]
         if any_platform:
-            _chol_solve(Lc, unliteral(6), _f1(pb, _DC), y)
+            cholesky_solve_scaled(Lc, unliteral(6), _f1(pb, _DC), y)
     for r in range(6):
         x = y[r]
         for a in range(n):
@@ -1400,11 +1322,11 @@ def fit_multipliers(pb, lam):
                 for r in range(6):
                     x += zr[a0 + i, r] * zr[a0 + j, r]
                 N[i, j] = x
-        rt = _chol(N, p, dz)
+        rt = cholesky_scaled(N, p, dz)
         if not rt > PIVOT_TOL:
             return 0.0
         ratio = min(ratio, rt)
-        _chol_solve(N, p, dz, rhs)
+        cholesky_solve_scaled(N, p, dz, rhs)
         for i in range(p):
             lam[a0 + i] = rhs[i]
     return ratio
@@ -1474,11 +1396,11 @@ def cut_multipliers(pb, tau, lam):
                 rhs[r] += a[r] * b
                 for c in range(r + 1):
                     N[r, c] += a[r] * a[c]
-        rt = _chol(N, p, dz)
+        rt = cholesky_scaled(N, p, dz)
         if not rt > PIVOT_TOL:
             return 0.0
         ratio = min(ratio, rt)
-        _chol_solve(N, p, dz, rhs)
+        cholesky_solve_scaled(N, p, dz, rhs)
         for r in range(p):
             lam[a0 + r] = rhs[r]
     return ratio
@@ -1671,12 +1593,12 @@ def actuated_solve(pb, qdd):
     for a in range(n):
         for c in range(n):
             Lg[a, c] = Ig[a, c]
-    gratio = _chol(Lg, n, dg)
+    gratio = cholesky_scaled(Lg, n, dg)
     if not gratio > GIM_TOL:
         return gratio
     for a in range(n):
         thdd[a] = -thdd[a]
-    _chol_solve(Lg, n, dg, thdd)
+    cholesky_solve_scaled(Lg, n, dg, thdd)
     denoc_accelerations(pb, thdd, unliteral(False))
     for i in range(col.shape[0]):
         iv = col[i, _IV]
@@ -1960,7 +1882,7 @@ def bind(model, d):
     Raises :class:`loopdyn.ModelError` if the model is not a parallel mechanism of the
     DeNOC class (``ld.parallel_structure`` names the failing assumption and the
     methods that apply)."""
-    return partial(ENTRY.compile(), d.ctx, plan_for(model, d).buf)
+    return partial(ENTRY.callable(), d.ctx, plan_for(model, d).buf)
 
 
 def _explain(model, plan, status, what="q, v or tau"):
@@ -2047,7 +1969,7 @@ def run(model, q, v, tau=None, data=None):
     plan = plan_for(model, d)
     qdd = np.empty(model.nv)
     lam = np.empty(model.m)
-    status = ENTRY.compile()(d.ctx, plan.buf, q, v, tau, qdd, lam)
+    status = ENTRY.callable()(d.ctx, plan.buf, q, v, tau, qdd, lam)
     if not status > 0.0:
         _explain(model, plan, status)
     return qdd
@@ -2063,7 +1985,7 @@ def inverse(model, q, v, qdd, data=None):
     plan = plan_for(model, d)
     tau = np.empty(model.nv)
     lam = np.zeros(model.m)
-    status = INVERSE.compile()(d.ctx, plan.buf, q, v, qdd, tau, lam)
+    status = INVERSE.callable()(d.ctx, plan.buf, q, v, qdd, tau, lam)
     if not status > 0.0:
         _explain(model, plan, status, "q, v or qdd")
     return tau[model.actuated]
@@ -2074,7 +1996,7 @@ def complete_rates(model, q, v, data=None):
     unactuated entries replaced."""
     d, q, v, _ = _inputs(model, data, q, v, None, "")
     plan = plan_for(model, d)
-    status = RATES.compile()(d.ctx, plan.buf, q, v)
+    status = RATES.callable()(d.ctx, plan.buf, q, v)
     if not status > 0.0:
         _explain(model, plan, SINGULAR if status == 0.0 else status, "q or v")
     iv = plan.layout.col[:, _IV]
@@ -2183,7 +2105,7 @@ def kinematics(model, q, v=None, data=None):
     """:class:`DenocKinematics` of ``model`` at ``q`` (and the actuated rates of ``v``)."""
     d, q, v, _ = _inputs(model, data, q, np.zeros(model.nv) if v is None else v, None, "")
     plan = plan_for(model, d)
-    status = RATES.compile()(d.ctx, plan.buf, q, v)
+    status = RATES.callable()(d.ctx, plan.buf, q, v)
     if not status > 0.0:
         _explain(model, plan, SINGULAR if status == 0.0 else status, "q or v")
     return DenocKinematics(plan)
@@ -2193,7 +2115,7 @@ def generalized_inertia_matrix(model, q, data=None):
     """The n×n GIM I = Nᵀ M N of eq. (26) in the actuated rates, by FDA-1..3 (eqs. 27–34)."""
     d, q, z, _ = _inputs(model, data, q, np.zeros(model.nv), None, "")
     plan = plan_for(model, d)
-    status = ENTRY.compile()(d.ctx, plan.buf, q, z, z, np.empty(model.nv), np.empty(model.m))
+    status = ENTRY.callable()(d.ctx, plan.buf, q, z, z, np.empty(model.nv), np.empty(model.m))
     if status == SINGULAR and plan.views["info"][_WHY] in (WHY_LEG, WHY_PHI):
         _explain(model, plan, status, "q")  # (an ill-conditioned I is formed: returned)
     return plan.views["Ig"].copy()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from loopdyn.viz.scene import up_direction
+from loopdyn.viz.scene import skeleton, up_direction
 
 
 def _pyplot():
@@ -95,46 +95,6 @@ def plot_trajectory(traj, path=None, what=("q", "residuals", "energy"), title=No
 
 
 # ------------------------------------------------------------------ skeleton
-def skeleton(model):
-    """Local points per body (what to draw) and the ground points.
-
-    Returns (points, ground, closures): ``points[b]`` an (k, 3) array of points of
-    body b in its frame (segments are drawn from the body origin to each);
-    ``ground`` the world points of ground pivots; ``closures`` a list of
-    (body, local point) of closure frames B.
-    """
-    pts = [[] for _ in range(model.nbodies)]
-    ground = []
-    for c in range(model.nbodies):
-        p = model.parent[c]
-        x = np.array(model.jgeom[c, 3])
-        (pts[p] if p >= 0 else ground).append(x)
-    for k in range(len(model.frames)):
-        b = int(model.frame_body[k])
-        x = np.array(model.frame_X[k, 3])
-        (pts[b] if b >= 0 else ground).append(x)
-    closures = []
-    for k in range(model.nc):
-        for side in range(2):
-            b = int(model.cl_body[k, side])
-            x = np.array(model.cl_X[k, side, 3])
-            if b >= 0:
-                pts[b].append(x)
-        closures.append((int(model.cl_body[k, 1]), np.array(model.cl_X[k, 1, 3])))
-    out = []
-    for b in range(model.nbodies):
-        P = []
-        for x in pts[b]:
-            if np.linalg.norm(x) > 1e-9 and all(np.linalg.norm(x - y) > 1e-9 for y in P):
-                P.append(x)
-        if not P:
-            I6 = model.inertia[b]
-            com = np.array([I6[2, 4], I6[0, 5], I6[1, 3]]) / I6[3, 3]
-            P = [2.0 * com] if np.linalg.norm(com) > 1e-9 else []
-        out.append(np.array(P).reshape(-1, 3))
-    return out, np.array(ground).reshape(-1, 3), closures
-
-
 def _world(model, q, skel):
     """World segments [(origin, point) ...], closure points, body origins at q."""
     from loopdyn.kinematics.frames import forward_kinematics

@@ -13,7 +13,7 @@ Visuals, per body:
   kept by the URDF / SDFormat readers): mesh files (STL, OBJ, DAE … through
   trimesh) scaled and placed in the body frame, and the file's boxes, cylinders,
   spheres and capsules;
-- otherwise the stick geometry of ``loopdyn.viz.plotting.skeleton``: a capsule
+- otherwise the stick geometry of ``skeleton``: a capsule
   from the body's joint to each point it carries (its children's joints, its
   frames, its closure frames), radius 3 % of the model's longest link;
 - a body with no such point: the uniform box of its inertia (principal axes,
@@ -317,13 +317,14 @@ def loop_bodies(model):
 
 # ------------------------------------------------------------------ building
 def _frames_of(obj, model, q, max_frames):
-    """(model, t, Q, residual, energy) of a model (one configuration) or a trajectory."""
+    """(model, t, Q, residual, energy) of a model (one configuration) or a trajectory
+    (an ``ld.Trajectory``, recognised by its ``resolve_model``: viz does not import sim,
+    whose ``Trajectory.plot`` imports viz)."""
     from loopdyn.analysis.energy import total_energy
     from loopdyn.kinematics.closures import closure_residual
-    from loopdyn.sim.trajectory import Trajectory
     from loopdyn.validation import configuration
 
-    if isinstance(obj, Trajectory):
+    if hasattr(obj, "resolve_model"):
         model = obj.resolve_model(model)
         if len(obj) == 0:
             raise ValueError(f"trajectory of {obj.model_name!r} is empty: nothing to show")
@@ -337,6 +338,46 @@ def _frames_of(obj, model, q, max_frames):
     res = float(np.abs(closure_residual(model, q)).max()) if model.m else 0.0
     e = total_energy(model, q, np.zeros(model.nv))
     return model, np.zeros(1), q[None, :].copy(), np.array([res]), np.array([e])
+
+
+def skeleton(model):
+    """Local points per body (what to draw) and the ground points.
+
+    Returns (points, ground, closures): ``points[b]`` an (k, 3) array of points of
+    body b in its frame (segments are drawn from the body origin to each);
+    ``ground`` the world points of ground pivots; ``closures`` a list of
+    (body, local point) of closure frames B.
+    """
+    pts = [[] for _ in range(model.nbodies)]
+    ground = []
+    for c in range(model.nbodies):
+        p = model.parent[c]
+        x = np.array(model.jgeom[c, 3])
+        (pts[p] if p >= 0 else ground).append(x)
+    for k in range(len(model.frames)):
+        b = int(model.frame_body[k])
+        x = np.array(model.frame_X[k, 3])
+        (pts[b] if b >= 0 else ground).append(x)
+    closures = []
+    for k in range(model.nc):
+        for side in range(2):
+            b = int(model.cl_body[k, side])
+            x = np.array(model.cl_X[k, side, 3])
+            if b >= 0:
+                pts[b].append(x)
+        closures.append((int(model.cl_body[k, 1]), np.array(model.cl_X[k, 1, 3])))
+    out = []
+    for b in range(model.nbodies):
+        P = []
+        for x in pts[b]:
+            if np.linalg.norm(x) > 1e-9 and all(np.linalg.norm(x - y) > 1e-9 for y in P):
+                P.append(x)
+        if not P:
+            I6 = model.inertia[b]
+            com = np.array([I6[2, 4], I6[0, 5], I6[1, 3]]) / I6[3, 3]
+            P = [2.0 * com] if np.linalg.norm(com) > 1e-9 else []
+        out.append(np.array(P).reshape(-1, 3))
+    return out, np.array(ground).reshape(-1, 3), closures
 
 
 def up_direction(model):
@@ -370,7 +411,6 @@ def build_scene(obj, model=None, q=None, max_frames=400, mesh_dirs=(), meshes=Tr
     trajectory or a trajectory without a model, ``ModelError`` for a visual on a
     body the model does not have.
     """
-    from loopdyn.viz.plotting import skeleton
 
     model, t, Q, residual, energy = _frames_of(obj, model, q, max_frames)
     notes = []
