@@ -143,11 +143,11 @@ def measure(row, src, cache, ladder, timeout):
 
 def _wait_build(src, cache):
     """Seconds until the background build of a cold run has finished (none: 0)."""
-    if not (Path(src) / "loopdyn" / "kernels" / "tiers.py").exists():
+    if not (Path(src) / "loopdyn" / "kernels" / "background.py").exists():
         return "-"
     t0 = time.perf_counter()
     time.sleep(3.0)  # the build process takes its lock after importing loopdyn
-    _run(src, cache, ["-m", "loopdyn.kernels.tiers", "wait"], 3600)
+    _run(src, cache, ["-m", "loopdyn.kernels.background", "wait"], 3600)
     return time.perf_counter() - t0 - 3.0 if list(Path(cache).glob("loopdyn-build-*")) else 0.0
 
 

@@ -80,12 +80,14 @@ def _tier_line(console):
 
 
 @contextmanager
-def _no_compiling():
-    """``info`` and ``models`` never compile a kernel: what is not on disk runs eagerly
-    (the ``compiled`` policy is ``auto`` while they run)."""
+def _no_compiling(policy="auto"):
+    """``info`` and ``models`` never compile a kernel: while they run the ``compiled``
+    policy is ``policy`` (``auto``: what is not on disk runs eagerly; ``eager``: all,
+    for ``info``, whose one call per method costs less eagerly than loading seven
+    methods' code from the disk cache, and starts no background build)."""
     from loopdyn.kernels import tiers
 
-    old = tiers.set_policy("auto") if tiers.policy() == "compiled" else None
+    old = tiers.set_policy(policy) if tiers.policy() in ("compiled", "auto") else None
     try:
         yield
     finally:
@@ -162,7 +164,7 @@ def info(
     """Describe a model: bodies, joints, loops, DOF, rank of the closures at q0, methods."""
     from rich.table import Table
 
-    with _no_compiling(), _errors():
+    with _no_compiling("eager"), _errors():
         import loopdyn as ld
 
         mdl = _load_model(model, param, loops, load_option)

@@ -7,7 +7,7 @@
     already compiled in this process) runs compiled; one that is not runs eagerly
     (``kernels/eager.py``: the same source, interpreted; identical to rounding), and a
     background process compiles it into the cache for the next run
-    (``python -m loopdyn.kernels.tiers``, at low priority, one at a time per cache);
+    (``python -m loopdyn.kernels.background``, at low priority, one at a time per cache);
     an eager entry switches to its compiled code within a second of that build
     finishing.  So the first run on a new machine answers in seconds and the second
     runs compiled.
@@ -159,7 +159,7 @@ def _spawn(names):
     env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
     try:
         subprocess.Popen(
-            [sys.executable, "-m", "loopdyn.kernels.tiers", "build", *names],
+            [sys.executable, "-m", "loopdyn.kernels.background", "build", *names],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -290,7 +290,7 @@ def wait(timeout=None):
 
 
 def _main(argv):
-    """``python -m loopdyn.kernels.tiers build NAME ...`` (one build at a time per cache:
+    """``python -m loopdyn.kernels.background build NAME ...`` (one build at a time per cache:
     a second waits for the first, then finds most of its work on disk), or ``wait``."""
     if argv[:1] == ["wait"]:
         return 0 if wait(float(argv[1]) if len(argv) > 1 else None) else 1
@@ -310,8 +310,3 @@ def _main(argv):
 
 
 numba_internals.install_tier_policy(sys.modules[__name__])
-
-if __name__ == "__main__":
-    from loopdyn.kernels import tiers as _tiers  # the package's copy of this module
-
-    sys.exit(_tiers._main(sys.argv[1:]))
