@@ -73,6 +73,9 @@ def _run(src, cache, argv, timeout):
     """(wall seconds, stdout, rc) of ``python argv`` with PYTHONPATH=src and the cache."""
     env = dict(os.environ, PYTHONPATH=str(src), NUMBA_CACHE_DIR=str(cache))
     env.pop("LOOPDYN_TIER", None)
+    # as a user's Python: byte-code written and read (__pycache__); a fresh clone's first
+    # run compiles the sources once (~0.4 s), every later one reads them
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     t0 = time.perf_counter()
     try:
         p = subprocess.run(

@@ -522,6 +522,7 @@ def bench(
 
 __import__("loopdyn.cli_view").cli_view.register(app)  # `loopdyn view` (cli_view.py)
 __import__("loopdyn.cli_sweep").cli_sweep.register(app)  # `loopdyn sweep`, `sweep-plot`
+__import__("loopdyn.cli_compile").cli_compile.register(app)  # `loopdyn compile`
 
 
 def _click_errors():
@@ -539,7 +540,11 @@ def _click_errors():
 
 def main(args=None):
     """The ``loopdyn`` command: a usage error (unknown option, missing or malformed
-    argument) is one line on stderr naming the subcommand's ``--help``, exit status 2."""
+    argument) is one line on stderr naming the subcommand's ``--help``, exit status 2.
+    A background build the command asks for starts as it exits (``tiers.defer_background``)."""
+    from loopdyn.kernels import tiers
+
+    tiers.defer_background()
     try:
         rv = app(prog_name="loopdyn", args=args, standalone_mode=False)
     except _click_errors() as e:

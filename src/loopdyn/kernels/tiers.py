@@ -141,12 +141,25 @@ def _errstate_twin(dispatcher):
 def request(name):
     """Ask for a background build of ``name`` (``module:attribute`` of an ``Entry`` or a
     dispatcher): the first request of a process starts one with ``CORE``; later names
-    are built by another started at exit."""
+    are built by another started at exit.  After ``defer_background()`` (the command
+    line) nothing starts before exit."""
     if _policy != "auto" or not _background or not name or name in _spawned or name in _requested:
         return
     _requested.append(name)
-    if not _spawned:
+    if not _spawned and not _deferred:
         _spawn([*CORE, *_requested])
+
+
+_deferred = False
+
+
+def defer_background():
+    """Start this process's background build at its exit, not at the first eager kernel:
+    for a short process (a ``loopdyn`` command) on a machine with few cores, whose run
+    ends long before a build would (77-301 s for the README's workload on 2 busy cores),
+    a build beside it only takes the CPU from it."""
+    global _deferred
+    _deferred = True
 
 
 def _spawn(names):
@@ -175,7 +188,7 @@ def _spawn(names):
 def _at_exit():
     rest = [n for n in _requested if n not in _spawned]
     if rest:
-        _spawn(rest)
+        _spawn(rest if _spawned else [*CORE, *rest])
 
 
 def lock_path():
