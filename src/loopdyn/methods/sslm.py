@@ -14,9 +14,9 @@ subsystem's tree (no fill); with Y_{i,j} = J_{i,j} L_j⁻¹ and z_j = D_j⁻¹ L
 𝓘^{rs}_j = Y_{r,j} D_j⁻¹ Y_{s,j}ᵀ and J_{i,j} φ̂_j = Y_{i,j} z_j, products formed
 only over the coordinates on the cut bodies' paths to the root.  The GICM 𝓘 is
 assembled only on its non-vanishing blocks (loops sharing a subsystem) and
-solved by block Gaussian elimination (block LDLᵀ) in a minimum-degree order of
+solved by block Gaussian elimination (block Cholesky) in a minimum-degree order of
 the loop graph — for a chain of loops, end to end as in eqs. (34)–(36) and
-(45)–(46) — with closed-form inverses of the 1×1, 2×2 and 3×3 pivot blocks.
+(45)–(46) — with the pivot blocks factored, not inverted (``_chol_block``).
 Then each subsystem's q̈_j = I_j⁻¹ (φ_j + J_jᵀλ) = L_j⁻¹ (z_j + D_j⁻¹ Y_jᵀλ) comes
 from the factors already formed (``accelerations``): the subsystems are independent
 at that stage (``subsystem_accelerations(..., parallel=True)`` applies λ as external
@@ -398,95 +398,90 @@ def subsystem_gims(m, d, ip, fw):
 
 
 @njit(cache=True)
-def _inv_sym(G, go, p, W, wo):
-    """W[wo:] = G[go:]⁻¹ for a symmetric p × p block (lower triangle of G read).
+def _chol_block(G, go, p, C, co):
+    """C[co:] = the Cholesky factor of the symmetric p × p block G[go:] (lower triangle
+    read): G = C Cᵀ, C lower triangular, row-major p × p, stored with its diagonal
+    inverted (C[co + r p + r] = 1 / C_rr: the solves multiply) and its strict upper
+    triangle neither written nor read as part of the factor.
 
-    Closed form for p <= 3 (the paper's 2×2 and 3×3 blocks), Gauss–Jordan otherwise.
-    Returns det / Π diag, in (0, 1] for an SPD block (0: singular or indefinite).
-    """
-    if p == 1:
-        a = G[go]
-        if not a > 0.0:
-            return 0.0
-        W[wo] = 1.0 / a
-        return 1.0
-    if p == 2:
-        a, b, d = G[go], G[go + 2], G[go + 3]
-        det = a * d - b * b
-        if not (det > 0.0 and a > 0.0):
-            return 0.0
-        inv = 1.0 / det
-        W[wo] = d * inv
-        W[wo + 1] = -b * inv
-        W[wo + 2] = -b * inv
-        W[wo + 3] = a * inv
-        return det / (a * d)
-    if p == 3:
-        a, b, c = G[go], G[go + 3], G[go + 4]
-        d, e, f = G[go + 6], G[go + 7], G[go + 8]
-        # symmetric [[a, b, d], [b, c, e], [d, e, f]]: adjugate / determinant
-        A00 = c * f - e * e
-        A01 = d * e - b * f
-        A02 = b * e - c * d
-        A11 = a * f - d * d
-        A12 = b * d - a * e
-        A22 = a * c - b * b
-        det = a * A00 + b * A01 + d * A02
-        if not (det > 0.0 and a > 0.0 and A22 > 0.0):
-            return 0.0
-        inv = 1.0 / det
-        W[wo] = A00 * inv
-        W[wo + 1] = W[wo + 3] = A01 * inv
-        W[wo + 2] = W[wo + 6] = A02 * inv
-        W[wo + 4] = A11 * inv
-        W[wo + 5] = W[wo + 7] = A12 * inv
-        W[wo + 8] = A22 * inv
-        return det / (a * c * f)
-    prod = 1.0
+    The pivot blocks are factored, not inverted: the Schur updates are then Gram
+    products 𝓘̃_{a,b} -= Z_a Z_bᵀ of Z_a = 𝓘̃_{a,k} C⁻ᵀ, whose rounding is bounded by the
+    diagonal blocks (Z_a Z_aᵀ <= 𝓘̃_{a,a}), where with an explicit inverse it is
+    |𝓘̃_{a,k}| |D_k⁻¹| |𝓘̃_{k,b}|, cond(D_k) times more (census seed 11 case 271: a
+    weld's 3 × 3 pivot of cond 4.5e5, det / Π diag 8e-9, left its neighbours' Schur
+    complement off by 1.2e-5 against a smallest eigenvalue of 7e-5 with the adjugate,
+    3.6e-13 with C, and refinement did not converge in 6 steps; issue 41).
+    Returns det / Π diag = Π_r C_rr² / G_rr, in (0, 1] for an SPD block (0: a pivot not
+    positive: singular or indefinite)."""
+    rat = 1.0
     for r in range(p):
-        for c in range(p):
-            W[wo + r * p + c] = G[go + max(r, c) * p + min(r, c)]
-        prod *= G[go + r * p + r]
-    det = 1.0
-    for k in range(p):
-        piv = W[wo + k * p + k]
-        if not piv > 0.0:
-            return 0.0
-        det *= piv
-        inv = 1.0 / piv
-        W[wo + k * p + k] = 1.0
-        for c in range(p):
-            W[wo + k * p + c] *= inv
-        for r in range(p):
-            if r != k:
-                f = W[wo + r * p + k]
-                W[wo + r * p + k] = 0.0
-                for c in range(p):
-                    W[wo + r * p + c] -= f * W[wo + k * p + c]
-    return det / prod
+        for c in range(r + 1):
+            s = G[go + r * p + c]
+            for k in range(c):
+                s -= C[co + r * p + k] * C[co + c * p + k]
+            if c < r:
+                C[co + r * p + c] = s * C[co + c * p + c]
+            else:
+                if not s > 0.0:
+                    return 0.0
+                rat *= s / G[go + r * p + r]
+                C[co + r * p + r] = 1.0 / np.sqrt(s)
+    return rat
 
 
 @njit(cache=True)
-def _scaled_rcond(G, go, p, W, wo):
-    """1 / (‖Ĝ‖₁ ‖Ĝ⁻¹‖₁) of the symmetric p × p block G[go:] (lower triangle) scaled to
-    a unit diagonal, Ĝ_rc = G_rc / √(G_rr G_cc), from its inverse W[wo:] (``_inv_sym``;
-    Ĝ⁻¹_rc = W_rc √(G_rr G_cc)): O(p²).  A lower bound of Ĝ's smallest eigenvalue
-    (‖·‖₂ <= ‖·‖₁ for a symmetric matrix, and Ĝ's largest is >= 1), hence of the
-    block's pivots over its smallest diagonal entry; 0 where the inverse is not finite."""
+def _scaled_rcond(G, go, p, C, co):
+    """1 / (‖Ĝ‖₁ ‖Ĉ⁻¹‖_F²) of the symmetric p × p block G[go:] (lower triangle) scaled to
+    a unit diagonal, Ĝ_rc = G_rc / √(G_rr G_cc) = Ĉ Ĉᵀ with Ĉ = S⁻¹ C (S = diag √G_rr,
+    C the block's Cholesky factor at C[co:], diagonal inverted, ``_chol_block``): O(p³).
+    A lower bound of Ĝ's smallest eigenvalue (‖Ĝ⁻¹‖₂ = ‖Ĉ⁻¹‖₂² <= ‖Ĉ⁻¹‖_F², and Ĝ's
+    largest is <= ‖Ĝ‖₁ and >= 1), hence of the block's pivots over its smallest diagonal
+    entry; 0 where it is not finite.  Column c of Ĉ⁻¹ by forward substitution
+    (x_c = S_c / C_cc, x_i = -Σ_k C_ik x_k / C_ii: the row scale cancels), its entries
+    below the diagonal kept in the strict upper triangle of C's row c (free: C is lower
+    triangular)."""
     n1 = 0.0
-    n2 = 0.0
     for c in range(p):
         sc = np.sqrt(G[go + c * p + c])
         t1 = 0.0
-        t2 = 0.0
         for r in range(p):
-            s = np.sqrt(G[go + r * p + r]) * sc
-            t1 += abs(G[go + max(r, c) * p + min(r, c)]) / s
-            t2 += abs(W[wo + r * p + c]) * s
+            t1 += abs(G[go + max(r, c) * p + min(r, c)]) / (np.sqrt(G[go + r * p + r]) * sc)
         n1 = max(n1, t1)
-        n2 = max(n2, t2)
-    rc = 1.0 / (n1 * n2)
+    fro = 0.0
+    for c in range(p):
+        xc = np.sqrt(G[go + c * p + c]) * C[co + c * p + c]
+        fro += xc * xc
+        for i in range(c + 1, p):
+            s = C[co + i * p + c] * xc
+            for k in range(c + 1, i):
+                s += C[co + i * p + k] * C[co + c * p + k]
+            xi = -s * C[co + i * p + i]
+            C[co + c * p + i] = xi
+            fro += xi * xi
+    rc = 1.0 / (n1 * fro)
     return rc if rc > 0.0 else 0.0
+
+
+@njit(cache=True, inline="always")
+def _forward(C, co, p, x, xo):
+    """x[xo:xo+p] ← C⁻¹ x for the lower-triangular p × p factor C[co:] (``_chol_block``:
+    diagonal inverted)."""
+    for r in range(p):
+        s = x[xo + r]
+        for k in range(r):
+            s -= C[co + r * p + k] * x[xo + k]
+        x[xo + r] = s * C[co + r * p + r]
+
+
+@njit(cache=True, inline="always")
+def _backward(C, co, p, x, xo):
+    """x[xo:xo+p] ← C⁻ᵀ x for the lower-triangular p × p factor C[co:] (``_chol_block``:
+    diagonal inverted)."""
+    for r in range(p - 1, -1, -1):
+        s = x[xo + r]
+        for k in range(r + 1, p):
+            s -= C[co + k * p + r] * x[xo + k]
+        x[xo + r] = s * C[co + r * p + r]
 
 
 @njit(cache=True)
@@ -697,24 +692,27 @@ def gicm_assemble(ip, fw, gamma):
 
 @njit(cache=True)
 def gicm_solve(ip, fw):
-    """𝓘 λ = Ψ̄ by block LDLᵀ in the elimination order (eqs. 34–36, 45–46, 51–52).
+    """𝓘 λ = Ψ̄ by block Cholesky in the elimination order (eqs. 34–36, 45–46, 51–52).
 
-    Forward, loop k after loop k: D_k⁻¹ of the pivot block (closed form for 2×2 and
-    3×3), W_{a,k} = 𝓘̃_{a,k} D_k⁻¹ and the Schur updates 𝓘̃_{a,b} -= W_{a,k} 𝓘̃_{b,k}ᵀ,
-    Ψ̃_a -= W_{a,k} Ψ̃_k on its later neighbours a, b only (the sparsity of the
-    loop graph plus its precomputed fill).  Back: λ_k = D_k⁻¹ Ψ̃_k - Σ_a W_{a,k}ᵀ λ_a.
+    Forward, loop k after loop k: the pivot block's factor 𝓘̃_{k,k} = C_k C_kᵀ
+    (``_chol_block``, into the W section at the block's offset), y_k = C_k⁻¹ Ψ̃_k (in
+    psi), Z_{a,k} = 𝓘̃_{a,k} C_k⁻ᵀ (W section) and the Schur updates 𝓘̃_{a,b} -= Z_{a,k}
+    Z_{b,k}ᵀ, Ψ̃_a -= Z_{a,k} y_k on its later neighbours a, b only (the sparsity of the
+    loop graph plus its precomputed fill) — the paper's block elimination with
+    D_k⁻¹ = C_k⁻ᵀ C_k⁻¹ applied through the factor, never formed (``_chol_block`` says
+    why).  Back: λ_k = C_k⁻ᵀ (y_k - Σ_a Z_{a,k}ᵀ λ_a) (``gicm_back``).
     Sections G and psi are overwritten, λ goes to lam (internal row order).
     Returns the pivot ratio (0: singular): the smaller of the pivot blocks' det / Π diag
     (or, where that is below REFINE_RATIO for a block of p > 2 rows, the larger
-    reciprocal condition number of the block scaled to a unit diagonal,
-    ``_scaled_rcond``) and of min_k (that ratio · min_r D_k,rr / 𝓘_rr) over the pivot
-    blocks D_k (𝓘_rr: the diagonal before elimination), a lower bound of min/max of the
-    LDLᵀ pivots of 𝓘 scaled to a unit diagonal (an SPD block's pivots are at most its
-    diagonal entries, their product its determinant; the scaled matrix's largest
-    diagonal entry is 1): as SLM's Cholesky ratio, it sees pivots that spread across
-    blocks, each block alone well conditioned (hypothesis seed 20261170: 1×1 blocks,
-    det / Π diag = 1, cond 𝓘 3e10, λ unrefined 1.2e-8 off), and it judges each row at
-    its own scale.
+    lower bound of the reciprocal condition number of the block scaled to a unit
+    diagonal, ``_scaled_rcond``) and of min_k (that ratio · min_r D_k,rr / 𝓘_rr) over
+    the pivot blocks D_k (𝓘_rr: the diagonal before elimination), a lower bound of
+    min/max of the LDLᵀ pivots of 𝓘 scaled to a unit diagonal (an SPD block's pivots are
+    at most its diagonal entries, their product its determinant; the scaled matrix's
+    largest diagonal entry is 1): as SLM's Cholesky ratio, it sees pivots that spread
+    across blocks, each block alone well conditioned (hypothesis seed 20261170: 1×1
+    blocks, det / Π diag = 1, cond 𝓘 3e10, λ unrefined 1.2e-8 off), and it judges each
+    row at its own scale.
     """
     okd, ond, oud = _o(ip, _KD), _o(ip, _ND), _o(ip, _UD)
     fG, fW, fpsi, flam = _f(ip, _G), _f(ip, _W), _f(ip, _PSI), _f(ip, _LAM)
@@ -740,60 +738,63 @@ def gicm_solve(ip, fw):
             g0 = fw[flam + t0 + r]
             g = fw[fG + bo + r * p + r]
             dmin = min(dmin, g / g0 if g0 > 0.0 else 0.0)
-        rk = _inv_sym(fw, fG + bo, p, fw, fW + bo)
+        do = fW + bo
+        rk = _chol_block(fw, fG + bo, p, fw, do)
         if p > 2 and 0.0 < rk < REFINE_RATIO:
             # det / Π diag is the product of the block's p relative pivots: tiny for a
             # well-conditioned block of many rows (a weld's 5 × 5 block of cond 8e4 gave
             # 3e-13, and the test below refused well-conditioned states: census seed
             # 11, issue 41); there its scaled condition number decides
-            rk = max(rk, _scaled_rcond(fw, fG + bo, p, fw, fW + bo))
+            rk = max(rk, _scaled_rcond(fw, fG + bo, p, fw, do))
         if not rk > 1e-14:
             return 0.0
         ratio = min(ratio, rk)
         lo = min(lo, rk * dmin)
-        do = fW + bo
+        # y_k = C_k⁻¹ Ψ̃_k
+        _forward(fw, do, p, fw, fpsi + t0)
         for x in range(ip[d + 3], ip[d + 4]):
             e = ond + 3 * x
             go, pa, ta = fG + ip[e], ip[e + 1], fpsi + ip[e + 2]
             wo = go - fG + fW
-            # W_{a,k} = 𝓘̃_{a,k} D_k⁻¹ (pa × p), then Ψ̃_a -= W_{a,k} Ψ̃_k
-            if p == 2 and pa == 2:
-                d00, d01, d10, d11 = fw[do], fw[do + 1], fw[do + 2], fw[do + 3]
-                s0, s1 = fw[fpsi + t0], fw[fpsi + t0 + 1]
-                for t in range(2):
-                    g0, g1 = fw[go + 2 * t], fw[go + 2 * t + 1]
-                    w0 = g0 * d00 + g1 * d10
-                    w1 = g0 * d01 + g1 * d11
-                    fw[wo + 2 * t] = w0
-                    fw[wo + 2 * t + 1] = w1
-                    fw[ta + t] -= w0 * s0 + w1 * s1
+            # Z_{a,k} = 𝓘̃_{a,k} C_k⁻ᵀ (pa × p, row t: C_k z = g_t), then Ψ̃_a -= Z_{a,k} y_k
+            if p == 2:
+                i00, c10, i11 = fw[do], fw[do + 2], fw[do + 3]  # 1 / C_00, C_10, 1 / C_11
+                y0, y1 = fw[fpsi + t0], fw[fpsi + t0 + 1]
+                for t in range(pa):
+                    z0 = fw[go + 2 * t] * i00
+                    z1 = (fw[go + 2 * t + 1] - c10 * z0) * i11
+                    fw[wo + 2 * t] = z0
+                    fw[wo + 2 * t + 1] = z1
+                    fw[ta + t] -= z0 * y0 + z1 * y1
                 continue
             for t in range(pa):
                 acc2 = 0.0
                 for s in range(p):
-                    acc = 0.0
-                    for m in range(p):
-                        acc += fw[go + t * p + m] * fw[do + m * p + s]
+                    acc = fw[go + t * p + s]
+                    for m in range(s):
+                        acc -= fw[do + s * p + m] * fw[wo + t * p + m]
+                    acc *= fw[do + s * p + s]
                     fw[wo + t * p + s] = acc
                     acc2 += acc * fw[fpsi + t0 + s]
                 fw[ta + t] -= acc2
         for x in range(ip[d + 5], ip[d + 6]):
             e = oud + 5 * x
             go, wa, gb, pa, pb = fG + ip[e], fW + ip[e + 1], fG + ip[e + 2], ip[e + 3], ip[e + 4]
-            # 𝓘̃_{a,b} -= W_{a,k} 𝓘̃_{b,k}ᵀ
+            wb = gb - fG + fW
+            # 𝓘̃_{a,b} -= Z_{a,k} Z_{b,k}ᵀ
             if p == 2 and pa == 2 and pb == 2:
                 wa0, wa1, wa2, wa3 = fw[wa], fw[wa + 1], fw[wa + 2], fw[wa + 3]
-                gb0, gb1, gb2, gb3 = fw[gb], fw[gb + 1], fw[gb + 2], fw[gb + 3]
-                fw[go] -= wa0 * gb0 + wa1 * gb1
-                fw[go + 1] -= wa0 * gb2 + wa1 * gb3
-                fw[go + 2] -= wa2 * gb0 + wa3 * gb1
-                fw[go + 3] -= wa2 * gb2 + wa3 * gb3
+                wb0, wb1, wb2, wb3 = fw[wb], fw[wb + 1], fw[wb + 2], fw[wb + 3]
+                fw[go] -= wa0 * wb0 + wa1 * wb1
+                fw[go + 1] -= wa0 * wb2 + wa1 * wb3
+                fw[go + 2] -= wa2 * wb0 + wa3 * wb1
+                fw[go + 3] -= wa2 * wb2 + wa3 * wb3
                 continue
             for t in range(pa):
                 for s in range(pb):
                     acc = 0.0
                     for m in range(p):
-                        acc += fw[wa + t * p + m] * fw[gb + s * p + m]
+                        acc += fw[wa + t * p + m] * fw[wb + s * p + m]
                     fw[go + t * pb + s] -= acc
     gicm_back(ip, fw)
     return min(ratio, lo)
@@ -801,18 +802,16 @@ def gicm_solve(ip, fw):
 
 @njit(cache=True)
 def gicm_back(ip, fw):
-    """Back substitution of the block LDLᵀ (eq. 46): λ_k = D_k⁻¹ Ψ̃_k - Σ_a W_{a,k}ᵀ λ_a,
-    loops last to first, from the pivot inverses and W blocks ``gicm_solve`` left in
-    ``fw`` and the eliminated Ψ̃ (psi); λ into the lam section."""
+    """Back substitution of the block Cholesky (eq. 46): λ_k = C_k⁻ᵀ (y_k - Σ_a
+    Z_{a,k}ᵀ λ_a), loops last to first, from the pivot factors C_k and Z blocks
+    ``gicm_solve`` left in ``fw`` and the eliminated y (psi); λ into the lam section."""
     okd, ond = _o(ip, _KD), _o(ip, _ND)
     fW, fpsi, flam = _f(ip, _W), _f(ip, _PSI), _f(ip, _LAM)
     for k in range(ip[_NL] - 1, -1, -1):
         d = okd + 7 * k
         p, t0, do = ip[d], ip[d + 1], fW + ip[d + 2]
         if p == 2:
-            s0, s1 = fw[fpsi + t0], fw[fpsi + t0 + 1]
-            l0 = fw[do] * s0 + fw[do + 1] * s1
-            l1 = fw[do + 2] * s0 + fw[do + 3] * s1
+            l0, l1 = fw[fpsi + t0], fw[fpsi + t0 + 1]
             for x in range(ip[d + 3], ip[d + 4]):
                 e = ond + 3 * x
                 wo, pa, ta = fW + ip[e], ip[e + 1], flam + ip[e + 2]
@@ -820,14 +819,12 @@ def gicm_back(ip, fw):
                     lm = fw[ta + m]
                     l0 -= fw[wo + m * 2] * lm
                     l1 -= fw[wo + m * 2 + 1] * lm
-            fw[flam + t0] = l0
+            l1 *= fw[do + 3]
             fw[flam + t0 + 1] = l1
+            fw[flam + t0] = (l0 - fw[do + 2] * l1) * fw[do]
             continue
         for t in range(p):
-            acc = 0.0
-            for m in range(p):
-                acc += fw[do + t * p + m] * fw[fpsi + t0 + m]
-            fw[flam + t0 + t] = acc
+            fw[flam + t0 + t] = fw[fpsi + t0 + t]
         for x in range(ip[d + 3], ip[d + 4]):
             e = ond + 3 * x
             wo, pa, ta = fW + ip[e], ip[e + 1], flam + ip[e + 2]
@@ -836,18 +833,20 @@ def gicm_back(ip, fw):
                 for m in range(pa):
                     acc += fw[wo + m * p + t] * fw[ta + m]
                 fw[flam + t0 + t] -= acc
+        _backward(fw, do, p, fw, flam + t0)
 
 
 @njit(cache=True)
 def gicm_resolve(ip, fw):
     """𝓘 λ = Ψ̄ for a new Ψ̄ (psi section) with the factors of the last ``gicm_solve``:
-    the forward elimination Ψ̃_a -= W_{a,k} Ψ̃_k (eqs. 34–36), then ``gicm_back``.
-    O(size of the filled block pattern); λ into the lam section."""
+    the forward elimination y_k = C_k⁻¹ Ψ̃_k, Ψ̃_a -= Z_{a,k} y_k (eqs. 34–36), then
+    ``gicm_back``.  O(size of the filled block pattern); λ into the lam section."""
     okd, ond = _o(ip, _KD), _o(ip, _ND)
     fW, fpsi = _f(ip, _W), _f(ip, _PSI)
     for k in range(ip[_NL]):
         d = okd + 7 * k
         p, t0 = ip[d], ip[d + 1]
+        _forward(fw, fW + ip[d + 2], p, fw, fpsi + t0)
         for x in range(ip[d + 3], ip[d + 4]):
             e = ond + 3 * x
             wo, pa, ta = fW + ip[e], ip[e + 1], fpsi + ip[e + 2]
