@@ -4,6 +4,7 @@ Run from the repository root::
 
     python benchmarks/bench_sslm.py            # everything (~3 min)
     python benchmarks/bench_sslm.py --quick    # fewer repeats, shorter ladders
+    python benchmarks/bench_sslm.py --quick --models three_rrr --no-scaling   # one row
 
 Everything runs in one process and is reported as ratios SSLM / SLM next to the
 paper's (its MATLAB timings on a Core 2 Duo, Tables 3 and 4).
@@ -225,8 +226,10 @@ def simulations(model, repeat):
     return rows
 
 
-def paper_tables(repeat, min_time, sim_repeat):
-    names = ("carpet_scraper", "three_rrr", "excavator")
+PAPER_NAMES = ("carpet_scraper", "three_rrr", "excavator")
+
+
+def paper_tables(repeat, min_time, sim_repeat, names=PAPER_NAMES):
     print("Table 4 analogue: λ computation, SLM (eq. 12) vs SSLM (eqs. 19–25, 34–36, 45–46)")
     print(
         f"{'mechanism':<16}{'n':>3}{'m':>3}{'SLM λ ns':>10}{'SSLM λ ns':>11}{'ratio':>7}"
@@ -252,7 +255,7 @@ def paper_tables(repeat, min_time, sim_repeat):
         f"{'mechanism':<16}{'run':<28}{'SLM s':>8}{'SSLM s':>8}{'ratio':>7}{'paper':>7}"
         f"{'nfev SLM/SSLM':>15}{'λ total SLM/SSLM s':>20}{'ratio':>7}{'paper':>7}"
     )  # fmt: skip
-    for name in ("carpet_scraper", "three_rrr"):
+    for name in [n for n in ("carpet_scraper", "three_rrr") if n in names]:
         model = ld.examples.get(name)
         sims = simulations(model, sim_repeat)
         lam_ns = per[name]["lam_ns"]
@@ -312,15 +315,22 @@ def main(argv=None):
     )
     ap.add_argument("--quick", action="store_true", help="fewer repeats, L up to 32")
     ap.add_argument("--no-sim", action="store_true", help="skip the Table 3 simulations")
+    ap.add_argument(
+        "--models",
+        default=",".join(PAPER_NAMES),
+        help="paper mechanisms of Tables 3-4, comma-separated (default: all three)",
+    )
+    ap.add_argument("--no-scaling", action="store_true", help="skip the ladder family")
     args = ap.parse_args(argv)
     repeat, min_time, sim_repeat = (5, 0.05, 1) if args.quick else (11, 0.1, 3)
     print(f"loopdyn SSLM benchmark; Table 2 initial angles of the 3-RRR: {THREE_RRR_THETA}\n")
     if args.no_sim:
         global CASES
         CASES = {}
-    paper_tables(repeat, min_time, sim_repeat)
-    Ls = [1, 2, 4, 8, 16, 32] + ([] if args.quick else [64, 128])
-    scaling(Ls, repeat, min_time)
+    paper_tables(repeat, min_time, sim_repeat, tuple(args.models.split(",")))
+    if not args.no_scaling:
+        Ls = [1, 2, 4, 8, 16, 32] + ([] if args.quick else [64, 128])
+        scaling(Ls, repeat, min_time)
 
 
 if __name__ == "__main__":
