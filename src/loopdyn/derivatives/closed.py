@@ -51,7 +51,7 @@ the manifold), and only a finished call's numbers are returned.
 
 import math
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, types
@@ -76,7 +76,7 @@ from loopdyn.kernels.linalg import (
 from loopdyn.kernels.numba_internals import BUF, IN, OUT, OUT2, Entry, as_input, entry, unliteral
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import constraint_kernel, evaluate
-from loopdyn.methods.augmented import augmented_kernel
+from loopdyn.methods.augmented import augmented_kernel, kkt_norm
 from loopdyn.methods.dynamics import forward_dynamics
 from loopdyn.model.closures import COUPLING, ROT_DOT, ROT_LOG, TRANSLATION
 from loopdyn.tree.crba import crba_from_poses
@@ -176,6 +176,134 @@ def _row_terms(m, d, w, row, k, ga, gb):
     return nt, s, is_t
 
 
+@njit(cache=True, inline="always")
+def _velp(y, p):
+    """The velocity at point p of the twist y (world): y_v + y_ω × p; for a translation
+    row's wrench ξ = [p × u; u], ξ·y = u·_velp(y, p)."""
+    x = cr3(y, p)
+    return (y[3] + x[0], y[4] + x[1], y[5] + x[2])
+
+
+@njit(cache=True, inline="always")
+def _dot3(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@njit(cache=True, inline="always")
+def _sum3(a, b):
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+@njit(cache=True, inline="always")
+def _dif6(x, y):
+    return (x[0] - y[0], x[1] - y[1], x[2] - y[2], x[3] - y[3], x[4] - y[4], x[5] - y[5])
+
+
+@njit(cache=True)
+def _translation_group(m, d, w, mu, B, t0, g):
+    """``row_tangents`` for the g (<= 3) consecutive kept translation rows t0.. of one
+    closure (a ball's three, a weld's or prismatic's translation rows), sharing the work.
+
+    Row j is Φ̇_j = ξ_jᵀ ΔV, ξ_j = [p_B × u_j; u_j], u_j = R_A u0_j: every term of (D3)
+    and of its derivatives in ``row_tangents`` is linear in u_j and in the vectors u̇_j =
+    ω_a × u_j, ∂u_j = η_a × u_j, ∂_q u̇_j, ∂_v u̇_j made from it, so with the identities
+    (x × u)·c = u·(c × x) and ξ·y = u·(y_v + y_ω × p_B) each output is u_j·g for one
+    3-vector g per closure and direction (ΔV = V_b - V_a, ΔA, and ω_a = V_a[:3]):
+
+        J_j       = u·vp(Δη)
+        ∂(Jv)/∂q  = u·(ΔV_ω × ∂p + vp(ΔV) × η_a,ω + vp(Δ∂_qV))
+        ∂Φ̈/∂v    = u·(vp(Δ∂_vA) + ΔV_ω × ∂_v ṗ + vp(ΔV) × ∂_vV_a,ω
+                       + Δ∂_vV_ω × ṗ + vp(Δ∂_vV) × ω_a)
+        ∂Φ̈/∂q    = u·(ΔA_ω × ∂p + vp(ΔA) × η_a,ω + vp(Δ∂_qA) + ΔV_ω × ∂_q ṗ
+                       + (ΔV_ω × ṗ) × η_a,ω + (ΔV_ω × ∂p) × ω_a + vp(ΔV) × ∂_qV_a,ω
+                       + (vp(ΔV) × ω_a) × η_a,ω + Δ∂_qV_ω × ṗ + vp(Δ∂_qV) × ω_a)
+
+    (vp(y) = y_v + y_ω × p_B, p = p_B, ṗ = v_b + ω_b × p_B and its tangents ∂p, ∂_q ṗ,
+    ∂_v ṗ; Δ of a tangent: body b's minus body a's); the rows' forces are linear in u
+    too: Σ_j μ_j ξ_j = ξ(Σ_j μ_j u_j)."""
+    nb, n = m.nb, m.nv
+    V, A, eta, dVq, dAq, dVv, dAv = w.V, w.A, w.eta, w.dVq, w.dAq, w.dVv, w.dAv
+    mark, sup, trm = w.mark, w.sup, w.trm
+    k = m.row_int[d.rows[t0], 0]
+    a, b = m.cl_body[k, 0], m.cl_body[k, 1]
+    ga = nb if a < 0 else a
+    gb = nb if b < 0 else b
+    RA, pB = d.cw[k, 0:3], d.cw[k, 7]
+    wa, wb = V[ga], V[gb]
+    um0, um1, um2 = 0.0, 0.0, 0.0
+    for j in range(g):
+        t = t0 + j
+        u0 = m.row_vec[d.rows[t], 0]
+        for x in range(3):
+            trm[j, 0, x] = RA[x, 0] * u0[0] + RA[x, 1] * u0[1] + RA[x, 2] * u0[2]
+        um0 += mu[t] * trm[j, 0, 0]
+        um1 += mu[t] * trm[j, 0, 1]
+        um2 += mu[t] * trm[j, 0, 2]
+        for dd in range(n):
+            B[n + t, dd] = 0.0
+            B[n + t, n + dd] = 0.0
+            w.hq[t, dd] = 0.0
+            w.Jk[t, dd] = 0.0
+    um = (um0, um1, um2)
+    pd = _velp(wb, pB)  # ṗ_B = v_b + ω_b × p_B
+    dV = _dif6(V[gb], V[ga])
+    dA = _dif6(A[gb], A[ga])
+    c0 = _velp(dV, pB)
+    cA = _velp(dA, pB)
+    for dd in range(n):
+        mark[dd] = 0
+    for kk in range(w.nsup[ga]):
+        mark[sup[ga, kk]] |= 1
+    for kk in range(w.nsup[gb]):
+        mark[sup[gb, kk]] |= 2
+    for dd in range(n):
+        if mark[dd] == 0:
+            continue
+        ta = ga if mark[dd] & 1 else nb
+        tb = gb if mark[dd] & 2 else nb
+        ea, eb = eta[ta, dd], eta[tb, dd]
+        Qa, Pa = dVq[ta, dd], dVv[ta, dd]
+        # the point's tangents ∂p, ∂_q ṗ, ∂_v ṗ
+        dp = _velp(eb, pB)
+        dpdq = _sum3(_velp(dVq[tb, dd], pB), cr3(wb, dp))
+        dpdv = _velp(dVv[tb, dd], pB)
+        dVqr = _dif6(dVq[tb, dd], Qa)
+        dVvr = _dif6(dVv[tb, dd], Pa)
+        vq = _velp(dVqr, pB)
+        vv = _velp(dVvr, pB)
+        gJ = _velp(_dif6(eb, ea), pB)
+        gh = _sum3(_sum3(cr3(dV, dp), cr3(c0, ea)), vq)
+        gv = _sum3(
+            _sum3(_velp(_dif6(dAv[tb, dd], dAv[ta, dd]), pB), cr3(dV, dpdv)),
+            _sum3(_sum3(cr3(c0, Pa), cr3(dVvr, pd)), cr3(vv, wa)),
+        )
+        x1 = _sum3(_sum3(cr3(dA, dp), cr3(cA, ea)), _velp(_dif6(dAq[tb, dd], dAq[ta, dd]), pB))
+        x2 = _sum3(_sum3(cr3(dV, dpdq), cr3(cr3(dV, pd), ea)), cr3(cr3(dV, dp), wa))
+        x3 = _sum3(_sum3(cr3(c0, Qa), cr3(cr3(c0, wa), ea)), _sum3(cr3(dVqr, pd), cr3(vq, wa)))
+        gq = _sum3(_sum3(x1, x2), x3)
+        for j in range(g):
+            u = trm[j, 0]
+            t = t0 + j
+            B[n + t, dd] = _dot3(u, gq)
+            B[n + t, n + dd] = _dot3(u, gv)
+            w.hq[t, dd] = _dot3(u, gh)
+            w.Jk[t, dd] = _dot3(u, gJ)
+        # ∂ξ(u_μ)/∂q = [∂p × u_μ + p_B × ∂u_μ; ∂u_μ], ∂u_μ = η_a,ω × u_μ
+        du = cr3(ea, um)
+        y = _sum3(cr3(dp, um), cr3(pB, du))
+        dxi = (y[0], y[1], y[2], du[0], du[1], du[2])
+        if b >= 0:
+            add6(w.dFq[b, dd], -1.0, dxi)
+        if a >= 0:
+            add6(w.dFq[a, dd], 1.0, dxi)
+    y = cr3(pB, um)
+    xi = (y[0], y[1], y[2], um[0], um[1], um[2])
+    if b >= 0:
+        add6(w.F[b], -1.0, xi)
+    if a >= 0:
+        add6(w.F[a], 1.0, xi)
+
+
 @njit(cache=True)
 def row_tangents(m, d, w, mu, B):
     """For the kept rows t (``d.rows[:r]``), from ``world_tangents``: ``w.Jk[t]`` (J's
@@ -188,9 +316,22 @@ def row_tangents(m, d, w, mu, B):
     mark, sup = w.mark, w.sup
     xi, xid = w.W[0], w.W[1]
     dxi, dxq, dxv = w.ds[0], w.ds[1], w.ds[2]
-    for t in range(r):
+    t = -1
+    while t + 1 < r:
+        t += 1
         row = d.rows[t]
         k, kind = m.row_int[row, 0], m.row_int[row, 1]
+        if kind == TRANSLATION:
+            # a closure's consecutive translation rows together (``_translation_group``)
+            g = 1
+            while g < 3 and t + g < r:
+                nxt = d.rows[t + g]
+                if m.row_int[nxt, 0] != k or m.row_int[nxt, 1] != TRANSLATION:
+                    break
+                g += 1
+            _translation_group(m, d, w, mu, B, t, g)
+            t += g - 1
+            continue
         for dd in range(n):
             B[n + t, dd] = 0.0
             B[n + t, n + dd] = 0.0
@@ -349,7 +490,34 @@ def _factor_rcond(w, k, knorm, pivoting):
 
 
 @njit(cache=True)
-def kkt_solve(m, d, w, B):
+def _augmented_factors(m, d, w):
+    """1 / the estimated condition of the augmented kernel's KKT matrix
+    K' = [M, (S J_k)ᵀ; S J_k, 0] (eq. (10), rows scaled by S, its scales recomputed into
+    ``w.sc`` by its rule) from its LU factors in ``d.K``, where they are usable for (D2):
+    factored in order (``d.piv`` the identity, so the factors are the in-order ones and
+    keep the graph's sparsity) with a pivot spread within ``NOPIV_RATIO``; else 0."""
+    n, r = m.nv, d.nrows
+    k = n + r
+    umin, umax = 1e300, 0.0
+    for i in range(k):
+        if d.piv[i] != i:
+            return 0.0
+        umin = min(umin, abs(d.K[i, i]))
+        umax = max(umax, abs(d.K[i, i]))
+    if not umin > NOPIV_RATIO * umax:
+        return 0.0
+    for a in range(r):
+        jm = 0.0
+        for j in range(n):
+            jm = max(jm, abs(d.J[d.rows[a], j]))
+        w.sc[a] = math.ldexp(1.0, -max(math.frexp(jm)[1], -1000))
+    if k == 0:
+        return 1.0
+    return 1.0 / (kkt_norm(m, d, w.sc) * lu_inverse_norm(d.K, k, w.kw))
+
+
+@njit(cache=True)
+def kkt_solve(m, d, w, B, reuse):
     """(D2): B ← [M, -J_kᵀ; J_k, 0]⁻¹ B, the right-hand sides -[∂E/∂q, ∂E/∂v] already in
     B's first 2 nv columns, [I; 0] (τ) put in the last nv; rows scaled (``_kkt_matrix``)
     and the multipliers' rows of the solution scaled back.
@@ -361,7 +529,12 @@ def kkt_solve(m, d, w, B):
     estimate is below ``KKT_RCOND``, again with partial pivoting (``lu_inplace``), whose
     estimate decides.  All 3 nv right-hand sides at once (``lu_solve_rows``).  Returns
     1 / (the estimated condition of the scaled matrix), or ``SINGULAR`` if it is below
-    ``KKT_RCOND``."""
+    ``KKT_RCOND``.
+
+    ``reuse`` (after the augmented kernel): its factors of K' = [M, (S J_k)ᵀ; S J_k, 0]
+    in ``d.K`` serve where they are in-order factors (``_augmented_factors``): K' [x; y]
+    = [b1; S b2] gives x = ∂q̈ and μ = -S y (K' is the KKT matrix with the multipliers'
+    columns scaled by -S), so the matrix is not built nor factored again."""
     n, r = m.nv, d.nrows
     k = n + r
     nc = B.shape[1]
@@ -370,6 +543,21 @@ def kkt_solve(m, d, w, B):
             B[i, c] = -B[i, c]
         for c in range(n):
             B[i, 2 * n + c] = 1.0 if i == c else 0.0
+    if reuse:
+        rc = _augmented_factors(m, d, w)
+        if rc > KKT_RCOND:
+            w.diag[2] = rc
+            for t in range(r):
+                for c in range(nc):
+                    B[n + t, c] *= w.sc[t]
+            lu_solve_rows(d.K, k, d.piv, B)
+            for t in range(r):
+                for c in range(nc):
+                    B[n + t, c] *= -w.sc[t]
+            for i in range(k):
+                if not all_finite(B[i]):
+                    return NONFINITE_OUTPUT
+            return rc
     knorm = _kkt_matrix(m, d, w)
     rc = _factor_rcond(w, k, knorm, unliteral(False))
     # the no-pivot pivots' spread bounds the growth of the elimination's factors
@@ -459,7 +647,7 @@ def derivatives_entry(ctx, wb, q, v, tau, qdd, mu, size, mode, B):
     row_tangents(m, d, w, mu, B)
     force_tangents_backward(m, w, B)
     if mode != GIVEN:
-        return kkt_solve(m, d, w, B)
+        return kkt_solve(m, d, w, B, mode == AUGMENTED_SOLVE)
     for i in range(n):
         for j in range(n):
             B[i, 2 * n + j] = w.M[i, j]
@@ -613,7 +801,28 @@ def _check_constant_rank(model, q, rank):
         )
 
 
-@dataclass
+class _Block:
+    """A result's matrix: the view of its buffer B ((nv + r) × 3 nv) at block (``top``:
+    the q̈ rows, else the multipliers'; column block ``c`` of q, v, τ), made at the first
+    access and then kept in the instance (a non-data descriptor)."""
+
+    def __init__(self, top, c):
+        self.top, self.c = top, c
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        B = obj._buf[2]
+        n = B.shape[1] // 3
+        c0, c1 = self.c * n, (self.c + 1) * n
+        x = B[:n, c0:c1] if self.top else B[n:, c0:c1]
+        obj.__dict__[self.name] = x
+        return x
+
+
 class ForwardDynamicsDerivatives:
     """Derivatives of ``ld.forward_dynamics`` at (q, v, τ).
 
@@ -625,7 +834,8 @@ class ForwardDynamicsDerivatives:
     redundant row's multiplier is held at 0 and its row of these matrices is 0:
     where rows are dropped λ's split between dependent rows is not differentiable);
     ``mu`` those multipliers (λ on ``rows``).  The six matrices are views of one
-    buffer, new at every call.
+    buffer, new at every call (on the compiled path each view is made at its first
+    access: a result costs no view it is not asked for).
 
     The projection on the closures' tangent space, what a reduced-coordinate
     optimiser wants: with ``independent`` the independent coordinates y (indices
@@ -636,23 +846,36 @@ class ForwardDynamicsDerivatives:
     ẏ: J Dv = -∂(J v)/∂q, Dv[independent] = 0), ``dqdd_dydot`` = ∂q̈/∂v G.  These do
     not depend on the form of the closure rows (module doc).  None for a tree."""
 
-    qdd: np.ndarray
-    lam: np.ndarray
-    dqdd_dq: np.ndarray
-    dqdd_dv: np.ndarray
-    dqdd_dtau: np.ndarray
-    dlam_dq: np.ndarray
-    dlam_dv: np.ndarray
-    dlam_dtau: np.ndarray
-    rows: np.ndarray
-    mu: np.ndarray
-    independent: np.ndarray = None
-    dependent: np.ndarray = None
-    G: np.ndarray = None
-    dqdd_dy: np.ndarray = None
-    dqdd_dydot: np.ndarray = None
-    # (qdd, lam, B) of the fast path: the buffers a call with out=self writes again
-    _buf: tuple = field(default=None, repr=False)
+    dqdd_dq, dqdd_dv, dqdd_dtau = _Block(True, 0), _Block(True, 1), _Block(True, 2)
+    dlam_dq, dlam_dv, dlam_dtau = _Block(False, 0), _Block(False, 1), _Block(False, 2)
+    independent = dependent = G = dqdd_dy = dqdd_dydot = None
+    # (qdd, lam, B) of the compiled path: the buffers a call with out=self writes again
+    _buf = None
+
+    def __init__(
+        self, qdd, lam, dqdd_dq, dqdd_dv, dqdd_dtau, dlam_dq, dlam_dv, dlam_dtau, rows, mu,
+        independent=None, dependent=None, G=None, dqdd_dy=None, dqdd_dydot=None, _buf=None,
+    ):  # fmt: skip
+        self.__dict__.update(
+            qdd=qdd, lam=lam, dqdd_dq=dqdd_dq, dqdd_dv=dqdd_dv, dqdd_dtau=dqdd_dtau,
+            dlam_dq=dlam_dq, dlam_dv=dlam_dv, dlam_dtau=dlam_dtau, rows=rows, mu=mu,
+            independent=independent, dependent=dependent, G=G, dqdd_dy=dqdd_dy,
+            dqdd_dydot=dqdd_dydot, _buf=_buf,
+        )  # fmt: skip
+
+    @classmethod
+    def _from_buffers(cls, qdd, lam, B, rows):
+        """The compiled path's result: q̈, λ (= μ, every row kept) and B, its matrices
+        views of B made when read (``_Block``)."""
+        obj = cls.__new__(cls)
+        obj.__dict__.update(qdd=qdd, lam=lam, rows=rows, mu=lam, _buf=(qdd, lam, B))
+        return obj
+
+    def __repr__(self):
+        return (
+            f"ForwardDynamicsDerivatives(nv={self.qdd.size}, rows={self.rows.size}, "
+            f"tangent={self.G is not None})"
+        )
 
 
 def _state(model, q, v, x, xname):
@@ -773,7 +996,8 @@ def _fast(model, wk, q, v, tau, tangent, out=None):
         return out
     qdd, lam = _empty(n), _empty(m)
     B = _empty((n + m, 3 * n))
-    wk.use(wk.all_rows)
+    if wk.rows is not wk.all_rows:
+        wk.use(wk.all_rows)
     try:
         st = wk.entry(
             wk.data.ctx, wk.buf, q, v, wk.zeros if tau is None else tau, qdd, lam,
@@ -783,10 +1007,7 @@ def _fast(model, wk, q, v, tau, tangent, out=None):
         return None
     if not st > 0.0:
         return None
-    res = ForwardDynamicsDerivatives(
-        qdd, lam, B[:n, :n], B[:n, n : 2 * n], B[:n, 2 * n :],
-        B[n:, :n], B[n:, n : 2 * n], B[n:, 2 * n :], wk.all_rows, lam, _buf=(qdd, lam, B),
-    )  # fmt: skip
+    res = ForwardDynamicsDerivatives._from_buffers(qdd, lam, B, wk.all_rows)
     if tangent:
         _project(model, q, res, wk, True)
     return res if out is None else _copy_into(out, res)
