@@ -490,6 +490,32 @@ def _factor_rcond(w, k, knorm, pivoting):
 
 
 @njit(cache=True)
+def _solve_inorder(K, k, n, B):
+    """B ← K⁻¹ B for in-order LU factors of K (no row exchanges: unit lower L, U in K),
+    B = [-∂E/∂q, -∂E/∂v, [I; 0]] (k × 3n) of (D2): ``linalg.lu_solve_rows``'s row updates
+    (the factors' zeros skipped) where the forward pass also skips the τ block's zeros:
+    L⁻¹ [I; 0] is lower triangular in its first n rows, so row j < n holds τ columns
+    0..j only."""
+    nc = B.shape[1]
+    for i in range(k):
+        for j in range(i):
+            f = K[i, j]
+            if f != 0.0:
+                cend = 2 * n + j + 1 if j < n else nc
+                for c in range(cend):
+                    B[i, c] -= f * B[j, c]
+    for i in range(k - 1, -1, -1):
+        for j in range(i + 1, k):
+            f = K[i, j]
+            if f != 0.0:
+                for c in range(nc):
+                    B[i, c] -= f * B[j, c]
+        dg = K[i, i]
+        for c in range(nc):
+            B[i, c] = B[i, c] / dg
+
+
+@njit(cache=True)
 def _augmented_factors(m, d, w):
     """1 / the estimated condition of the augmented kernel's KKT matrix
     K' = [M, (S J_k)ᵀ; S J_k, 0] (eq. (10), rows scaled by S, its scales recomputed into
@@ -550,7 +576,7 @@ def kkt_solve(m, d, w, B, reuse):
             for t in range(r):
                 for c in range(nc):
                     B[n + t, c] *= w.sc[t]
-            lu_solve_rows(d.K, k, d.piv, B)
+            _solve_inorder(d.K, k, n, B)
             for t in range(r):
                 for c in range(nc):
                     B[n + t, c] *= -w.sc[t]
@@ -574,7 +600,13 @@ def kkt_solve(m, d, w, B, reuse):
     for t in range(r):
         for c in range(nc):
             B[n + t, c] *= w.sc[t]
-    lu_solve_rows(w.K, k, w.piv, B)
+    pivoted = False
+    for i in range(k):
+        pivoted = pivoted or w.piv[i] != i
+    if pivoted:
+        lu_solve_rows(w.K, k, w.piv, B)
+    else:
+        _solve_inorder(w.K, k, n, B)
     for t in range(r):
         for c in range(nc):
             B[n + t, c] *= w.sc[t]
