@@ -744,7 +744,40 @@ class _Work:
         return self.all_size if rows is self.all_rows else self._size(rows)
 
 
-_WORK = weakref.WeakKeyDictionary()
+class _Registry:
+    """{model: _Work}, held weakly in the model (``weakref.WeakKeyDictionary``'s
+    get/pop/[]), looked up by ``id`` (a plain dict's get and one weak reference call:
+    ~0.1 µs, where the WeakKeyDictionary makes a new weak reference at each lookup)."""
+
+    def __init__(self):
+        self._d = {}
+
+    def get(self, model, default=None):
+        e = self._d.get(id(model))
+        return e[1] if e is not None and e[0]() is model else default
+
+    def __getitem__(self, model):
+        e = self._d.get(id(model))
+        if e is None or e[0]() is not model:
+            raise KeyError(model)
+        return e[1]
+
+    def __setitem__(self, model, wk):
+        key = id(model)
+        d = self._d
+        d[key] = (weakref.ref(model, lambda _, key=key: d.pop(key, None)), wk)
+
+    def pop(self, model, *default):
+        e = self._d.get(id(model))
+        if e is None or e[0]() is not model:
+            if default:
+                return default[0]
+            raise KeyError(model)
+        del self._d[id(model)]
+        return e[1]
+
+
+_WORK = _Registry()
 _NO_MU = np.zeros(0)
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
@@ -900,7 +933,7 @@ class ForwardDynamicsDerivatives:
         """The compiled path's result: q̈, λ (= μ, every row kept) and B, its matrices
         views of B made when read (``_Block``)."""
         obj = cls.__new__(cls)
-        obj.__dict__.update(qdd=qdd, lam=lam, rows=rows, mu=lam, _buf=(qdd, lam, B))
+        obj.__dict__ = {"qdd": qdd, "lam": lam, "rows": rows, "mu": lam, "_buf": (qdd, lam, B)}
         return obj
 
     def __repr__(self):
