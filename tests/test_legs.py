@@ -372,7 +372,10 @@ ROBOTS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(ROBOTS))
+@pytest.mark.parametrize(
+    "name",
+    ["biped_digit", pytest.param("eight_legs", marks=pytest.mark.slow)],  # 73 bodies: -m slow
+)
 def test_robot_files_load_close_agree_and_match_pinocchio(name):
     """Whole robots of these legs on a floating pelvis (a Digit-like biped; eight legs of
     the four kinds, 73 bodies): the committed files are ``legs.robot_texts``; every
