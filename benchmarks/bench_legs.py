@@ -40,7 +40,7 @@ from timing import alternate, fmt_ratio, median_us, ratio, use_cpu_time
 tiers.set_policy("compiled")  # time the compiled tier (first calls compile)
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "legs"
-LEGS = ("cassie_leg", "digit_leg", "five_bar_leg", "kangaroo_leg")
+LEGS = ("cassie_leg", "digit_leg", "five_bar_leg", "kangaroo_leg", "wl16_leg")
 METHODS = ("augmented", "slm", "sslm", "recursive_lambda", "embedding", "rcr")
 
 
