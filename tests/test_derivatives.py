@@ -319,13 +319,11 @@ def test_fast_path_equals_checked_path(name):
     """The first call takes the checked path (ld.forward_dynamics, then the kernel on its
     q̈ and λ); later ones the one compiled call with the augmented kernel inside: the same
     q̈ and λ as ld.forward_dynamics, the same derivatives."""
-    from loopdyn.derivatives.closed import _WORK
-
     model = ld.examples.get(name) if name != "geared_chain" else ld.examples.get(name, N=3)
-    _WORK.pop(model, None)
+    model.__dict__.pop("_derivative_work", None)
     q, v, tau = consistent_state(model, np.random.default_rng(8))
     d1 = ld.forward_dynamics_derivatives(model, q, v, tau)
-    assert _WORK[model].fast
+    assert model._derivative_work.fast
     d2 = ld.forward_dynamics_derivatives(model, q, v, tau)
     res = ld.forward_dynamics(model, q, v, tau)
     assert np.array_equal(d2.qdd, res.qdd) and np.array_equal(d2.lam, res.lam)

@@ -50,7 +50,6 @@ the manifold), and only a finished call's numbers are returned.
 """
 
 import math
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -200,6 +199,20 @@ def _dif6(x, y):
 
 
 @njit(cache=True)
+def _mark_directions(w, ga, gb, n):
+    """``w.mark[dd]``: bit 1 if direction dd moves body ga, bit 2 if it moves gb (the
+    directions of each body's supporting coordinates ``w.sup``; the ground is index nb
+    and has none); 0 for a direction that moves neither."""
+    mark, sup = w.mark, w.sup
+    for dd in range(n):
+        mark[dd] = 0
+    for kk in range(w.nsup[ga]):
+        mark[sup[ga, kk]] |= 1
+    for kk in range(w.nsup[gb]):
+        mark[sup[gb, kk]] |= 2
+
+
+@njit(cache=True)
 def _translation_group(m, d, w, mu, B, t0, g):
     """``row_tangents`` for the g (<= 3) consecutive kept translation rows t0.. of one
     closure (a ball's three, a weld's or prismatic's translation rows), sharing the work.
@@ -223,7 +236,7 @@ def _translation_group(m, d, w, mu, B, t0, g):
     too: Σ_j μ_j ξ_j = ξ(Σ_j μ_j u_j)."""
     nb, n = m.nb, m.nv
     V, A, eta, dVq, dAq, dVv, dAv = w.V, w.A, w.eta, w.dVq, w.dAq, w.dVv, w.dAv
-    mark, sup, trm = w.mark, w.sup, w.trm
+    mark, trm = w.mark, w.trm
     k = m.row_int[d.rows[t0], 0]
     a, b = m.cl_body[k, 0], m.cl_body[k, 1]
     ga = nb if a < 0 else a
@@ -250,12 +263,7 @@ def _translation_group(m, d, w, mu, B, t0, g):
     dA = _dif6(A[gb], A[ga])
     c0 = _velp(dV, pB)
     cA = _velp(dA, pB)
-    for dd in range(n):
-        mark[dd] = 0
-    for kk in range(w.nsup[ga]):
-        mark[sup[ga, kk]] |= 1
-    for kk in range(w.nsup[gb]):
-        mark[sup[gb, kk]] |= 2
+    _mark_directions(w, ga, gb, n)
     for dd in range(n):
         if mark[dd] == 0:
             continue
@@ -313,7 +321,7 @@ def row_tangents(m, d, w, mu, B):
     μ from ``w.dFq`` (a coupling row's force is a constant joint force: none)."""
     nb, n, r = m.nb, m.nv, d.nrows
     V, A, eta, dVq, dAq, dVv, dAv = w.V, w.A, w.eta, w.dVq, w.dAq, w.dVv, w.dAv
-    mark, sup = w.mark, w.sup
+    mark = w.mark
     xi, xid = w.W[0], w.W[1]
     dxi, dxq, dxv = w.ds[0], w.ds[1], w.ds[2]
     t = -1
@@ -365,12 +373,7 @@ def row_tangents(m, d, w, mu, B):
         mt = mu[t]
         # the directions moving a (bit 1) or b (bit 2); a body a direction does not move
         # reads the ground's zero tangents (index nb)
-        for dd in range(n):
-            mark[dd] = 0
-        for kk in range(w.nsup[ga]):
-            mark[sup[ga, kk]] |= 1
-        for kk in range(w.nsup[gb]):
-            mark[sup[gb, kk]] |= 2
+        _mark_directions(w, ga, gb, n)
         for dd in range(n):
             if mark[dd] == 0:
                 continue
@@ -744,48 +747,16 @@ class _Work:
         return self.all_size if rows is self.all_rows else self._size(rows)
 
 
-class _Registry:
-    """{model: _Work}, held weakly in the model (``weakref.WeakKeyDictionary``'s
-    get/pop/[]), looked up by ``id`` (a plain dict's get and one weak reference call:
-    ~0.1 µs, where the WeakKeyDictionary makes a new weak reference at each lookup)."""
-
-    def __init__(self):
-        self._d = {}
-
-    def get(self, model, default=None):
-        e = self._d.get(id(model))
-        return e[1] if e is not None and e[0]() is model else default
-
-    def __getitem__(self, model):
-        e = self._d.get(id(model))
-        if e is None or e[0]() is not model:
-            raise KeyError(model)
-        return e[1]
-
-    def __setitem__(self, model, wk):
-        key = id(model)
-        d = self._d
-        d[key] = (weakref.ref(model, lambda _, key=key: d.pop(key, None)), wk)
-
-    def pop(self, model, *default):
-        e = self._d.get(id(model))
-        if e is None or e[0]() is not model:
-            if default:
-                return default[0]
-            raise KeyError(model)
-        del self._d[id(model)]
-        return e[1]
-
-
-_WORK = _Registry()
 _NO_MU = np.zeros(0)
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 def _work(model):
-    wk = _WORK.get(model)
+    """The model's derivative workspace, cached on it as the methods cache their plans
+    (``model._sslm_topology``, ``model._denoc_layout``)."""
+    wk = getattr(model, "_derivative_work", None)
     if wk is None:
-        wk = _WORK[model] = _Work(model)
+        wk = model._derivative_work = _Work(model)
     return wk
 
 
@@ -968,7 +939,7 @@ def forward_dynamics_derivatives(model, q, v, tau=None, method="augmented", tang
     ``out``: a result of an earlier call on the same model, overwritten in place and
     returned (no allocation, no new object: the cheapest repeated call; its arrays are
     valid until the next call with it)."""
-    wk = _WORK.get(model)
+    wk = getattr(model, "_derivative_work", None)
     if wk is not None and wk.fast and method == "augmented":
         res = _fast(model, wk, q, v, tau, tangent, out)
         if res is not None:
