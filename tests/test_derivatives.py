@@ -484,3 +484,18 @@ def test_out_argument_reuses_the_result():
     out = ld.forward_dynamics_derivatives(tree, tree.q0, np.ones(tree.nv), None, out=dt)
     ref = ld.aba(tree, tree.q0, np.ones(tree.nv), np.zeros(tree.nv))
     assert out is dt and np.array_equal(out.qdd, ref)
+
+
+def test_result_says_which_method_and_out_keeps_nothing_stale():
+    """``method`` names whose q̈ was differentiated; a result reused with ``out=`` and
+    ``tangent=False`` drops the projection an earlier call left on it."""
+    model = ld.examples.get("four_bar")
+    q, v, tau = consistent_state(model, np.random.default_rng(3))
+    assert ld.forward_dynamics_derivatives(model, q, v, tau, method="slm").method == "slm"
+    d = ld.forward_dynamics_derivatives(model, q, v, tau)
+    d = ld.forward_dynamics_derivatives(model, q, v, tau, out=d)  # the compiled path
+    assert d.method == "augmented" and d.dqdd_dy is not None
+    d2 = ld.forward_dynamics_derivatives(model, q, v, tau, tangent=False, out=d)
+    assert d2 is d and d.dqdd_dy is None and d.G is None
+    d3 = ld.forward_dynamics_derivatives(model, q, v, tau, method="slm", tangent=False, out=d)
+    assert d3.method == "slm" and d3.dqdd_dy is None

@@ -880,8 +880,12 @@ class ForwardDynamicsDerivatives:
     consistent (q, v); ``dqdd_dy`` (nv × f) = (∂q̈/∂q + ∂q̈/∂v Dv) G is the derivative
     of q̈ along the constraint manifold when y moves at fixed ẏ (Dv = ∂v/∂q at fixed
     ẏ: J Dv = -∂(J v)/∂q, Dv[independent] = 0), ``dqdd_dydot`` = ∂q̈/∂v G.  These do
-    not depend on the form of the closure rows (module doc).  None for a tree."""
+    not depend on the form of the closure rows (module doc).  None for a tree.
 
+    ``method``: the method whose q̈ and λ were differentiated (``res.method`` of
+    ``ld.forward_dynamics``: the one asked for, or ``augmented`` where it fell back)."""
+
+    method = "augmented"
     dqdd_dq, dqdd_dv, dqdd_dtau = _Block(True, 0), _Block(True, 1), _Block(True, 2)
     dlam_dq, dlam_dv, dlam_dtau = _Block(False, 0), _Block(False, 1), _Block(False, 2)
     independent = dependent = G = dqdd_dy = dqdd_dydot = None
@@ -960,7 +964,8 @@ def _copy_into(out, res):
         if a is None or b is None or a.shape != b.shape:
             raise ValueError("out= must be the result of an earlier call on the same model")
         a[...] = b
-    for name in ("rows", "mu", "independent", "dependent", "G", "dqdd_dy", "dqdd_dydot"):
+    for name in ("rows", "mu", "independent", "dependent", "G", "dqdd_dy", "dqdd_dydot",
+                 "method"):  # fmt: skip
         setattr(out, name, getattr(res, name))
     return out
 
@@ -976,9 +981,11 @@ def _checked(model, wk, q, v, tau, method, tangent):
     if m == 0:
         B = _run(model, wk, q, v, qdd, _NO_ROWS, _NO_MU, True)
         e = np.zeros((0, n))
-        return ForwardDynamicsDerivatives(
+        tree = ForwardDynamicsDerivatives(
             qdd, None, B[:, :n], B[:, n : 2 * n], B[:, 2 * n :], e, e, e, _NO_ROWS, _NO_MU
         )
+        tree.method = res.method
+        return tree
     dropped = res.dropped
     lam = res.lam
     if dropped.size:
@@ -1003,6 +1010,7 @@ def _checked(model, wk, q, v, tau, method, tangent):
         qdd, lam, B[:n, :n], B[:n, n : 2 * n], B[:n, 2 * n :],
         dl[:, :n], dl[:, n : 2 * n], dl[:, 2 * n :], rows, mu,
     )  # fmt: skip
+    out.method = res.method
     if tangent:
         _project(model, q, out, wk, dropped.size == 0)
     return out
@@ -1026,9 +1034,11 @@ def _fast(model, wk, q, v, tau, tangent, out=None):
             return None
         if not st > 0.0:
             return None
-        out.rows, out.mu = wk.all_rows, lam
+        out.rows, out.mu, out.method = wk.all_rows, lam, "augmented"
         if tangent:
             _project(model, q, out, wk, True)
+        else:  # nothing of an earlier call's projection stays on out
+            out.independent = out.dependent = out.G = out.dqdd_dy = out.dqdd_dydot = None
         return out
     qdd, lam = _empty(n), _empty(m)
     B = _empty((n + m, 3 * n))
