@@ -56,6 +56,15 @@ def test_compile_reports_an_unknown_method_as_a_usage_error(tmp_path):
     assert p.returncode == 2 and "unknown method 'nope'" in p.stderr, p.stderr
 
 
+def test_compile_names_an_unknown_model_in_one_line_before_any_worker(tmp_path):
+    p = subprocess.run(
+        [sys.executable, "-m", "loopdyn", "compile", "no_such_model"],
+        env=_env(tmp_path), capture_output=True, text=True,
+    )  # fmt: skip
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "'no_such_model' is neither a catalog model nor a model file" in p.stderr
+
+
 def test_all_entries_lists_every_kernel_entry():
     from loopdyn.cli_compile import all_entries, jobs_for
 

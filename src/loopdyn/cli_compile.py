@@ -178,6 +178,21 @@ def run_parallel(jobs, n_proc, on_done):
     return [records[j] for j in jobs]
 
 
+def _check_model(spec):
+    """A model the workers can load, named before any of them starts: a catalog name or
+    an existing file (what ``_load_model`` reads); else one line, exit 2."""
+    from loopdyn import examples
+    from loopdyn.cli_common import _errors
+    from loopdyn.errors import ModelError
+
+    with _errors():
+        if spec not in examples.names() and not Path(spec).is_file():
+            raise ModelError(
+                f"{spec!r} is neither a catalog model nor a model file; catalog: "
+                f"{', '.join(examples.names())}"
+            )
+
+
 def compile_(
     model: Annotated[
         str | None,
@@ -207,6 +222,8 @@ def compile_(
     for m in methods:
         if m not in METHODS:
             raise typer.BadParameter(f"unknown method {m!r}; available: {', '.join(METHODS)}")
+    if model is not None and not everything:
+        _check_model(model)
     todo = jobs_for(model, methods, simulate, everything)
     n_proc = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
     t0 = time.perf_counter()
