@@ -609,20 +609,21 @@ def _fmt(v):
     return " ".join(f"{x:.12g}" for x in v)
 
 
-def urdf_text(name):
-    """The URDF of leg ``name``'s spanning tree (the community's convention)."""
-    leg = LEGS[name]()
+def _urdf_elements(leg, prefix="", root=None, dy=0.0):
+    """The URDF lines of ``leg``'s links, joints and frame links, every name prefixed
+    ``prefix``; with ``root`` the leg hangs from that link (its own root link is not
+    written) and its hips (the joints on the root) are moved ``dy`` m along y."""
     links, joints, frames = _local(leg)
-    out = [
-        '<?xml version="1.0"?>',
-        f"<!-- {leg.description}.  Written by loopdyn.examples.legs.write_files:",
-        f"     the geometry is documented in loopdyn.examples.legs.{name}; the loop",
-        f"     closures, motors and joint overrides are in {name}.yaml. -->",
-        f'<robot name="{name}">',
-    ]
+
+    def nm(n):
+        return root if root is not None and n == leg.root else prefix + n
+
+    out = []
     for lname, (m, c, I) in links.items():
+        if root is not None and lname == leg.root:
+            continue
         out += [
-            f'  <link name="{lname}">',
+            f'  <link name="{nm(lname)}">',
             "    <inertial>",
             f'      <origin xyz="{_fmt(c)}" rpy="0 0 0"/>',
             f'      <mass value="{m:.12g}"/>',
@@ -633,10 +634,12 @@ def urdf_text(name):
         ]
     for j, xyz, rpy, axis in joints:
         lo, hi = leg.limits.get(j.name, (-3.14, 3.14))
+        if j.parent == leg.root:
+            xyz = [xyz[0], xyz[1] + dy, xyz[2]]
         out += [
-            f'  <joint name="{j.name}" type="{j.kind}">',
-            f'    <parent link="{j.parent}"/>',
-            f'    <child link="{j.child}"/>',
+            f'  <joint name="{prefix}{j.name}" type="{j.kind}">',
+            f'    <parent link="{nm(j.parent)}"/>',
+            f'    <child link="{nm(j.child)}"/>',
             f'    <origin xyz="{_fmt(xyz)}" rpy="{_fmt(rpy)}"/>',
             f'    <axis xyz="{_fmt(axis)}"/>',
             f'    <limit lower="{lo}" upper="{hi}" effort="200" velocity="20"/>',
@@ -644,14 +647,28 @@ def urdf_text(name):
         ]
     for f, xyz, rpy in frames:
         out += [
-            f'  <link name="{f.name}"/>',
-            f'  <joint name="{f.name}_fixed" type="fixed">',
-            f'    <parent link="{f.link}"/>',
-            f'    <child link="{f.name}"/>',
+            f'  <link name="{prefix}{f.name}"/>',
+            f'  <joint name="{prefix}{f.name}_fixed" type="fixed">',
+            f'    <parent link="{nm(f.link)}"/>',
+            f'    <child link="{prefix}{f.name}"/>',
             f'    <origin xyz="{_fmt(xyz)}" rpy="{_fmt(rpy)}"/>',
             "  </joint>",
         ]
-    out.append("</robot>")
+    return out
+
+
+def urdf_text(name):
+    """The URDF of leg ``name``'s spanning tree (the community's convention)."""
+    leg = LEGS[name]()
+    out = [
+        '<?xml version="1.0"?>',
+        f"<!-- {leg.description}.  Written by loopdyn.examples.legs.write_files:",
+        f"     the geometry is documented in loopdyn.examples.legs.{name}; the loop",
+        f"     closures, motors and joint overrides are in {name}.yaml. -->",
+        f'<robot name="{name}">',
+        *_urdf_elements(leg),
+        "</robot>",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -704,40 +721,7 @@ def robot_texts(name, legs, spacing=0.25):
     for k, lname in enumerate(legs):
         leg = LEGS[lname]()
         pre = f"l{k}_"
-        dy = -k * spacing
-        body = urdf_text(lname).split("\n")
-        # rename every link / joint / frame of the leg; the leg's root becomes the pelvis
-        names = [L.name for L in leg.links] + [j.name for j in leg.joints]
-        names += [f.name for f in leg.frames] + [f"{f.name}_fixed" for f in leg.frames]
-        inside = skip = False
-        for ln in body:
-            if ln.startswith("<robot") or ln.startswith("</robot") or ln.startswith("<?xml"):
-                continue
-            if ln.startswith("<!--"):
-                inside = not ln.rstrip().endswith("-->")
-                continue
-            if inside:
-                inside = not ln.rstrip().endswith("-->")
-                continue
-            for n in sorted(set(names), key=len, reverse=True):
-                ln = ln.replace(f'"{n}"', f'"{pre}{n}"')
-            ln = ln.replace(f'"{pre}{leg.root}"', '"pelvis"')
-            if '<link name="pelvis"' in ln:  # the leg's own root: the robot's pelvis
-                skip = not ln.rstrip().endswith("/>")
-                continue
-            if skip:
-                skip = "</link>" not in ln
-                continue
-            lines.append(ln)
-        # the hips: joints whose parent is the root, shifted along y
-        for j in leg.joints:
-            if j.parent == leg.root:
-                i = max(n for n, ln in enumerate(lines) if f'name="{pre}{j.name}"' in ln)
-                o = i + 3
-                old = lines[o].split('xyz="')[1].split('"')[0]
-                xyz = old.split()
-                xyz[1] = f"{float(xyz[1]) + dy:.12g}"
-                lines[o] = lines[o].replace(old, " ".join(xyz), 1)
+        lines += _urdf_elements(leg, pre, "pelvis", -k * spacing)
         for a, b, t in leg.loops:
             closed.append((pre + a, pre + b))
             types.append(t)
