@@ -1,8 +1,10 @@
 """The command line: ``loopdyn models`` and ``loopdyn simulate`` end to end."""
 
+import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -193,3 +195,49 @@ def test_help_lists_method_choices_tau_units_and_model_suffixes(command):
         assert "N·m per revolute and N per prismatic coordinate" in text
     if command != "sweep":  # a sweep takes catalog names only
         assert ".xml" in text and ".urdf" in text
+
+
+# modules only some commands use (0.1-0.35 s each at import): not on the path every
+# command takes, ``import loopdyn.cli``
+_LAZY = (
+    "networkx", "matplotlib", "scipy.linalg", "scipy.optimize", "scipy.integrate",
+    "scipy.sparse", "pinocchio", "mujoco", "PIL",
+)  # fmt: skip
+_SRC = str(Path(ld.__file__).resolve().parents[1])
+
+
+def _python(code, cwd):
+    env = dict(os.environ, PYTHONPATH=_SRC)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, env=env,
+        timeout=300,
+    )  # fmt: skip
+
+
+def test_starting_the_command_line_imports_no_optional_heavy_module(tmp_path):
+    r = _python("import sys, loopdyn.cli; print(' '.join(sorted(sys.modules)))", tmp_path)
+    assert r.returncode == 0, r.stderr
+    loaded = set(r.stdout.split())
+    assert "loopdyn.cli" in loaded
+    assert [m for m in _LAZY if m in loaded] == []
+
+
+def test_console_script_exits_after_the_exit_handlers_with_the_command_status(tmp_path):
+    """``loopdyn.cli.run`` (the console script) ends the process without the
+    interpreter's teardown: the command's output and files are complete, the exit
+    handlers ran (a background build starts there), the status is the command's."""
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('handler ran'))\n"
+        "from loopdyn.cli import run\n"
+        "sys.argv[1:] = sys.argv[1:] or {argv!r}\n"
+        "run()\n"
+        "print('run returned')\n"
+    )
+    ok = _python(code.format(argv=["convert", "four_bar", "m.toml"]), tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout == "wrote m.toml\nhandler ran\n", ok.stdout  # not 'run returned'
+    assert ld.load(tmp_path / "m.toml").nq == ld.examples.four_bar().nq
+    bad = _python(code.format(argv=["convert", "four_bar", "m.txt"]), tmp_path)
+    assert bad.returncode == 2 and "unknown file type" in bad.stderr, bad.stderr
+    assert bad.stdout == "handler ran\n"

@@ -2,6 +2,6 @@
 
 import sys
 
-from loopdyn.cli import main
+from loopdyn.cli import run
 
-sys.exit(main())
+sys.exit(run())

@@ -170,13 +170,19 @@ def _parse_load_options(items):
     return out
 
 
+def _is_model_file(spec):
+    """Whether the model argument ``spec`` names a model file (else a catalog model)."""
+    path = Path(spec)
+    return path.suffix.lower() in (*_FILE_SUFFIXES, ".yaml", ".yml") or path.exists()
+
+
 def _load_model(spec, params, loops=None, load_options=None):
     """A catalog model (name and ``-p`` parameters) or a model file (``ld.load`` with
     ``--loops`` and ``--load-option`` options)."""
     import loopdyn as ld
 
     path = Path(spec)
-    if path.suffix.lower() in (*_FILE_SUFFIXES, ".yaml", ".yml") or path.exists():
+    if _is_model_file(spec):
         if params:
             raise _Usage("--param sets catalog parameters; a model file takes none")
         options = _parse_load_options(load_options)
