@@ -20,7 +20,19 @@ the ``src`` folder measured.  Rows:
   process's wall time, and the tier it reports;
 - ``info``: ``loopdyn info stewart``; ``models``: ``loopdyn models``;
 - ``ladder``: ``ld.examples.spatial_ladder(L)`` build time in a process (``--ladder``
-  sizes), import excluded.
+  sizes), import excluded;
+- ``cli``: warm only, each command of ``CLI`` (``loopdyn models``, ``info four_bar``,
+  ``info stewart``, ``simulate four_bar --t-end 5``, ``convert four_bar x.toml``,
+  ``bench four_bar -m augmented --seconds 0.01``) as a user runs it (``python -m
+  loopdyn``), ``--cli-runs`` times, the commands (and sources) alternated; the process's
+  wall time and its CPU time (user + system: what the command costs on an idle
+  machine, where the wall time approaches it; on a busy one the wall time also holds
+  the waits for a core).  The cache is filled first by one run of each command under
+  ``LOOPDYN_TIER=compiled`` (minutes on an empty cache; ``--cache DIR`` reuses a
+  folder, which the two sources of ``--against`` can share: numba keeps each source
+  folder's files apart).
+
+    python benchmarks/bench_cold.py --rows cli --cli-runs 5 --cache ~/.cache/ld-bench
 
 With ``--against OLD_SRC`` every row is also measured with that source tree, alternated
 (new, old, new, old ...) so that a change in the machine's load affects both; each
@@ -92,6 +104,66 @@ def _run(src, cache, argv, timeout):
     if p.returncode != 0:
         sys.stderr.write(p.stderr[-2000:])
     return wall, p.stdout + p.stderr, p.returncode
+
+
+# the warm command lines of the ``cli`` row: (label, arguments of ``python -m loopdyn``)
+CLI = (
+    ("loopdyn models", ["models"]),
+    ("loopdyn info four_bar", ["info", "four_bar"]),
+    ("loopdyn info stewart", ["info", "stewart"]),
+    ("loopdyn simulate four_bar --t-end 5", ["simulate", "four_bar", "--t-end", "5", "-q"]),
+    ("loopdyn convert four_bar x.toml", ["convert", "four_bar", "{tmp}/x.toml"]),
+    (
+        "loopdyn bench four_bar -m augmented --seconds 0.01",
+        ["bench", "four_bar", "-m", "augmented", "--seconds", "0.01"],
+    ),
+)
+
+
+def _run_cli(src, cache, argv, timeout, tier=None):
+    """(wall s, CPU s of the process (user + system), rc) of ``python -m loopdyn argv``."""
+    env = dict(os.environ, PYTHONPATH=str(src), NUMBA_CACHE_DIR=str(cache))
+    env.pop("LOOPDYN_TIER", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if tier is not None:
+        env["LOOPDYN_TIER"] = tier
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = [x.replace("{tmp}", tmp) for x in argv]
+        r0, t0 = os.times(), time.perf_counter()
+        try:
+            p = subprocess.run(
+                [sys.executable, "-m", "loopdyn", *argv],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                cwd=tmp,
+            )
+        except subprocess.TimeoutExpired:
+            return float("nan"), float("nan"), "timeout"
+        wall, r1 = time.perf_counter() - t0, os.times()
+    cpu = r1.children_user - r0.children_user + r1.children_system - r0.children_system
+    if p.returncode != 0:
+        sys.stderr.write(p.stderr[-2000:])
+    return wall, cpu, p.returncode
+
+
+def measure_cli(srcs, caches, runs, timeout, results):
+    """The ``cli`` row: fill each source's cache (one run of each command under the
+    ``compiled`` tier), then ``runs`` warm runs of each command, alternated."""
+    for name, src in srcs.items():
+        for _label, argv in CLI:
+            _run_cli(src, caches[name], argv, timeout, tier="compiled")
+        print(f"# cli {name}: cache filled", file=sys.stderr, flush=True)
+    for _ in range(runs):
+        for label, argv in CLI:
+            for name, src in srcs.items():
+                wall, cpu, rc = _run_cli(src, caches[name], argv, timeout)
+                ok = rc == 0
+                results.setdefault((name, "warm", label), []).append(wall if ok else f"rc={rc}")
+                results.setdefault((name, "warm", f"{label} (CPU)"), []).append(
+                    cpu if ok else f"rc={rc}"
+                )
 
 
 def _payload(out):
@@ -167,7 +239,7 @@ def _fmt(xs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", default="first,simulate,info,models,ladder")
+    ap.add_argument("--rows", default="first,simulate,info,models,ladder,cli")
     ap.add_argument("--quick", action="store_true", help="rows first, info, models")
     ap.add_argument("--cold-only", action="store_true")
     ap.add_argument("--warm-only", action="store_true", help="fill a cache, then time warm")
@@ -176,6 +248,9 @@ def main():
     ap.add_argument("--src", type=Path, default=ROOT / "src", help="the src folder measured")
     ap.add_argument("--against", type=Path, default=None, help="another src folder")
     ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--cli-runs", type=int, default=5, help="warm runs per command (cli)")
+    ap.add_argument("--cache", type=Path, default=None, help="the cli row's cache (kept)")
+    ap.add_argument("--against-cache", type=Path, default=None, help="idem, --against's")
     a = ap.parse_args()
     rows = ["first", "info", "models"] if a.quick else a.rows.split(",")
     ladder = [int(x) for x in a.ladder.split(",") if x]
@@ -185,6 +260,13 @@ def main():
     results = {}  # (src, kind, label) -> [values]
     root = Path(tempfile.mkdtemp(prefix="loopdyn_cold_"))
     try:
+        if "cli" in rows and not a.cold_only:
+            given = {"this": a.cache, "against": a.against_cache or a.cache}
+            caches = {n: given[n] or root / f"{n}-cli" for n in srcs}
+            for c in caches.values():
+                Path(c).mkdir(parents=True, exist_ok=True)
+            measure_cli(srcs, caches, a.cli_runs, a.timeout, results)
+            rows = [r for r in rows if r != "cli"]
         for rep in range(a.repeat):
             for row in rows:
                 for name, src in srcs.items():  # alternated per row
