@@ -529,7 +529,7 @@ __all__ = [
 
 # ------------------------------------------------------------------ derivatives
 @njit(cache=True, parallel=True, nogil=True)
-def _deriv_chunks(CTX, WB, Q, V, TAU, QDD, LAM, BB, ST, size, mode):
+def _deriv_chunks(CTX, WB, Q, V, TAU, QDD, LAM, BB, ST, mode):
     """``derivatives_entry`` (``loopdyn.derivatives.closed``) on every row: chunk c on the
     model's dense Data buffer CTX[c] and the derivatives' workspace WB[c]; row i's
     [∂q̈/∂(q, v, τ); ∂μ/∂(q, v, τ)] into BB[i] ((nv + m) × 3nv), its status into ST[i]."""
@@ -539,9 +539,7 @@ def _deriv_chunks(CTX, WB, Q, V, TAU, QDD, LAM, BB, ST, size, mode):
         lo, hi = _chunk(c, nc, Q.shape[0])
         for i in range(lo, hi):
             q, v, tau = as_input(row(Q, i)), as_input(row(V, i)), as_input(row(TAU, i))
-            ST[i] = derivatives_entry(
-                ctx, wb, q, v, tau, row(QDD, i), row(LAM, i), size, mode, BB[i]
-            )
+            ST[i] = derivatives_entry(ctx, wb, q, v, tau, row(QDD, i), row(LAM, i), mode, BB[i])
 
 
 @dataclass
@@ -554,8 +552,8 @@ class DerivativesBatchResult:
     (strided views of one (N, nv + m, 3nv) buffer ``B``; a dropped redundant row's
     multiplier derivatives are 0, as there).  ``status`` (N,): > 0 a result (the compiled
     path: the KKT matrix's estimated reciprocal condition; 1.0 where the single-call path
-    answered), < 0 failed (``SINGULAR`` -1, ``OFF_MANIFOLD`` -6 of
-    ``loopdyn.derivatives.closed``, ``NONFINITE_INPUT`` of ``loopdyn.methods.common``),
+    answered), < 0 failed (``SINGULAR`` -1 of ``loopdyn.derivatives.closed``,
+    ``NONFINITE_INPUT`` of ``loopdyn.methods.common``),
     its rows NaN.  ``fallbacks``: how many elements took the single-call path."""
 
     qdd: np.ndarray
@@ -598,11 +596,9 @@ def forward_dynamics_derivatives_batch(
     :class:`DerivativesBatchResult`.  ``method="augmented"``: q̈ and λ computed in the
     derivative kernel itself; another method: by ``forward_dynamics_batch`` first, the
     derivatives at its q̈ and λ.  Elements the compiled path does not accept (redundant
-    rows, singular, off the manifold where hinge / log rows need it) take the single
-    call, which answers or fails with its status.  ``on_error="raise"``: a
-    ``SingularityError`` listing the failed indices (``ValueError`` if they all hold
-    NaN/inf); ``"report"``: the result, failed rows NaN.  ``ModelError`` for a model whose
-    rows cannot be differentiated (module doc of ``loopdyn.derivatives.closed``)."""
+    rows, singular) take the single call, which answers or fails with its status.
+    ``on_error="raise"``: a ``SingularityError`` listing the failed indices
+    (``ValueError`` if they all hold NaN/inf); ``"report"``: the result, failed rows NaN."""
     from loopdyn.derivatives import closed as dc
     from loopdyn.methods.common import NONFINITE_INPUT as BAD
     from loopdyn.validation import configuration
@@ -614,7 +610,7 @@ def forward_dynamics_derivatives_batch(
     n, nv, m = Q.shape[0], model.nv, model.m
     TAU = _rows(model, TAU, n, nv, "TAU")
     wk = dc._work(model)
-    size = wk.use(wk.all_rows)  # ModelError for rows that cannot be differentiated
+    wk.use(wk.all_rows)
     QDD, LAM, ST = np.empty((n, nv)), np.empty((n, m)), np.full(n, dc.SINGULAR)
     BB = np.empty((n, nv + m, 3 * nv))
     mode = dc.AUGMENTED_SOLVE
@@ -631,7 +627,7 @@ def forward_dynamics_derivatives_batch(
         def block(lo, hi):
             _deriv_chunks(
                 CTX, WB, Q[lo:hi], V[lo:hi], TAU[lo:hi], QDD[lo:hi], LAM[lo:hi], BB[lo:hi],
-                ST[lo:hi], size, mode,
+                ST[lo:hi], mode,
             )  # fmt: skip
 
         done, stopped = _blocks(n, block)
@@ -644,8 +640,6 @@ def forward_dynamics_derivatives_batch(
             )
         except SingularityError:
             ST[i] = dc.SINGULAR
-        except dc.AssemblyError:
-            ST[i] = dc.OFF_MANIFOLD
         except ValueError:
             ST[i] = BAD
         else:

@@ -27,26 +27,23 @@ and its derivatives follow from those of ξ, ξ̇ and of the body motions
 
 Row forms.  Off the constraint manifold (a q perturbation at fixed v is not a
 consistent state) ∂Φ̈/∂q depends on the form of the residual: for Φ1 = T(q) Φ2,
-Φ̈1 = T Φ̈2 + 2 Ṫ Φ̇2 + T̈ Φ2, and at a consistent state (Φ2 = Φ̇2 = 0, Φ̈2 = 0 at the
-solution) ∂Φ̈1/∂q = T ∂Φ̈2/∂q + 2 Ṫ ∂Φ̇2/∂q + T̈ J2: the forms give the same
-derivatives iff Ṫ = T̈ = 0 there.  The hinge's swing Φ = h(c) g (h = θ/sin θ,
-``ROT_HINGE``) and the log map Φ = e·log(R_Aᵀ R_B) (``ROT_LOG``, on closures that lock
-the relative rotation: φ = 0) are T(θ²) times dot-product forms, and θ² is stationary
-to second order on the manifold (θ = θ̇ = 0), so their derivatives at a consistent
-state are exactly those of the dot-product rows (the hinge's b_A·a_B, c_A·a_B; the log
-row's e·vee(R - Rᵀ)/2 = ½ Σ_i (e × i_A)·i_B): that is what is used for them, and such a
-state is required (``AssemblyError`` otherwise).  A ``ROT_LOG`` row of a closure that
-leaves the relative rotation free (a generic closure with one rotation axis in 3D:
-there θ̇ ≠ 0 and T̈ = -θ̇²/3 ≠ 0) is refused with a ``ModelError``.  Translation,
-dot-product and coupling rows are differentiated exactly at any state.
+Φ̈1 = T Φ̈2 + 2 Ṫ Φ̇2 + T̈ Φ2, so each row is differentiated in its own form.  The
+hinge's swing Φ = h(c) g (``ROT_HINGE``: g = b_A·a_B or c_A·a_B, c = a_A·a_B) and the
+log map Φ = e·log(R_Aᵀ R_B) = h(c) g (``ROT_LOG``: g = e·vee(R - Rᵀ)/2
+= ½ Σ_i (e × i_A)·i_B, c = (tr R - 1)/2 = ½ Σ_i i_A·i_B - ½) are h = θ/sin θ of a
+dot-product quantity c = cos θ times a dot-product form: (D5), (D6) of
+``_rotation_row`` chain the dot products' tangents through h and its first three
+derivatives (exact at any state, on or off the manifold, for every closure; a
+half-turn, where h and the rows' Jacobian are undefined, is a ``SingularityError``).
+Translation, dot-product and coupling rows are their own forms.
 
 Compiled (numba): one entry, ``derivatives_entry``, runs the kinematics, the mass
 matrix, the tangent recursions of ``loopdyn.derivatives.tree``, the rows' tangents
 (``row_tangents``) and the KKT solve (``kkt_solve``: LU with partial pivoting of the
 scaled matrix, all 3 nv right-hand sides at once, ``linalg.lu_solve_rows``) on a
 Data of the model (its dense blocks) and the derivatives' own workspace buffer,
-without allocation; a status says when it stopped (singular KKT matrix, a state off
-the manifold), and only a finished call's numbers are returned.
+without allocation; a status says when it stopped (singular KKT matrix, a rotation
+row at a half-turn), and only a finished call's numbers are returned.
 """
 
 import math
@@ -64,7 +61,7 @@ from loopdyn.derivatives.tree import (
     tangent_views,
     world_tangents,
 )
-from loopdyn.errors import AssemblyError, ModelError, SingularityError
+from loopdyn.errors import AssemblyError, SingularityError
 from loopdyn.kernels.checks import STATE_OK, all_finite, raise_status, state_status
 from loopdyn.kernels.linalg import (
     lu_inplace,
@@ -74,17 +71,19 @@ from loopdyn.kernels.linalg import (
 )
 from loopdyn.kernels.numba_internals import BUF, IN, OUT, OUT2, Entry, as_input, entry, unliteral
 from loopdyn.kernels.views import handles
-from loopdyn.kinematics.closures import constraint_kernel, evaluate
+from loopdyn.kinematics.closures import (
+    FLIP_SIN,
+    _horner,
+    _swing_scale,
+    constraint_kernel,
+    evaluate,
+)
 from loopdyn.methods.augmented import augmented_kernel, kkt_norm
 from loopdyn.methods.dynamics import forward_dynamics
-from loopdyn.model.closures import COUPLING, ROT_DOT, ROT_LOG, TRANSLATION
+from loopdyn.model.closures import COUPLING, ROT_DOT, ROT_HINGE, ROT_LOG, TRANSLATION
 from loopdyn.tree.crba import crba_from_poses
 from loopdyn.validation import configuration, model_arg, vector
 
-# a state is on the manifold for the hinge / log rows' derivatives (module doc) when
-# |Φ| <= MANIFOLD_TOL · max(1, model size) and |J v| <= MANIFOLD_TOL · |J| max(|v|, 1):
-# the rows' dropped terms are O(|Φ|, |Φ̇|), i.e. relative errors of that order
-MANIFOLD_TOL = 1e-7
 # 1 / (estimated condition of the KKT matrix) below which (D2) is singular
 KKT_RCOND = 1e-14
 # the spread of the in-order elimination's pivots (``kkt_solve``) beyond which it is
@@ -93,8 +92,22 @@ NOPIV_RATIO = 1e-10
 # statuses of derivatives_entry besides kernels.checks' STATE_* (> 0: 1 / cond, done)
 SINGULAR = -1.0
 NONFINITE_OUTPUT = -2.0
-OFF_MANIFOLD = -6.0
 FD_FAILED = -7.0
+HALF_TURN = -8.0  # a swing or log row at a half-turn (``_rotation_row``)
+# h'''(c) of ``_swing_derivatives``: Taylor coefficients in t = θ² (sympy, highest
+# first; truncation below 1e-16 relative at θ = 0.2)
+_HPPP = (
+    -183251335936 / 33737606008981875,
+    -9832699264 / 322279795963125,
+    -2571298304 / 15880453714125,
+    -1156352 / 1442235375,
+    -1197824 / 328930875,
+    -70016 / 4729725,
+    -35072 / 675675,
+    -512 / 3465,
+    -32 / 105,
+    -12 / 35,
+)
 
 
 # ---------------------------------------------------------------- compiled kernels
@@ -116,63 +129,6 @@ def _axis(j, e0, e1, e2):
     if j == 1:
         return (-e2, 0.0, e0), (0.0, 1.0, 0.0)
     return (e1, -e0, 0.0), (0.0, 0.0, 1.0)
-
-
-@njit(cache=True)
-def _row_terms(m, d, w, row, k, ga, gb):
-    """The world vectors of row ``row``'s terms into ``w.trm[j]`` (u, u̇, w, ẇ, ṗ_B) and
-    its wrench ξ and ξ̇ into ``w.W[0]``, ``w.W[1]``; returns (number of terms, their
-    scale s, translation?).  A translation row is one term (u; p_B), a dot-product row
-    (``ROT_DOT``, ``ROT_HINGE``) one s u_A·w_B, a ``ROT_LOG`` row three (module doc)."""
-    kind, form = m.row_int[row, 1], m.row_int[row, 2]
-    RA, RB, pB = d.cw[k, 0:3], d.cw[k, 4:7], d.cw[k, 7]
-    V, trm, xi, xid = w.V, w.trm, w.W[0], w.W[1]
-    wa, wb = V[ga], V[gb]
-    is_t = kind == TRANSLATION
-    u0, w0 = m.row_vec[row, 0], m.row_vec[row, 1]
-    nt, s = 1, 1.0
-    e0, e1, e2 = cr3(w0, u0)  # a log row's axis e = w × u
-    if not is_t and form == ROT_LOG:
-        nt, s = 3, 0.5
-    for r in range(6):
-        xi[r] = 0.0
-        xid[r] = 0.0
-    for j in range(nt):
-        if nt == 3:
-            a, b = _axis(j, e0, e1, e2)
-        else:
-            a, b = (u0[0], u0[1], u0[2]), (w0[0], w0[1], w0[2])
-        t = trm[j]
-        for r in range(3):
-            t[0, r] = RA[r, 0] * a[0] + RA[r, 1] * a[1] + RA[r, 2] * a[2]  # u = R_A u0
-            t[2, r] = RB[r, 0] * b[0] + RB[r, 1] * b[1] + RB[r, 2] * b[2]  # w = R_B w0
-        ud = cr3(wa, t[0])
-        wd = cr3(wb, t[2])
-        for r in range(3):
-            t[1, r] = ud[r]
-            t[3, r] = wd[r]
-        if is_t:
-            # ξ = [p_B × u; u], ξ̇ = [ṗ_B × u + p_B × u̇; u̇], ṗ_B = v_b + ω_b × p_B
-            x = cr3(wb, pB)
-            for r in range(3):
-                t[4, r] = wb[3 + r] + x[r]
-            pu = cr3(pB, t[0])
-            a1 = cr3(t[4], t[0])
-            a2 = cr3(pB, ud)
-            for r in range(3):
-                xi[r] += pu[r]
-                xi[3 + r] += t[0, r]
-                xid[r] += a1[r] + a2[r]
-                xid[3 + r] += ud[r]
-        else:
-            # ξ = s [w × u; 0], ξ̇ = s [ẇ × u + w × u̇; 0]
-            a1 = cr3(t[2], t[0])
-            a2 = cr3(wd, t[0])
-            a3 = cr3(t[2], ud)
-            for r in range(3):
-                xi[r] += s * a1[r]
-                xid[r] += s * (a2[r] + a3[r])
-    return nt, s, is_t
 
 
 @njit(cache=True, inline="always")
@@ -313,17 +269,227 @@ def _translation_group(m, d, w, mu, B, t0, g):
 
 
 @njit(cache=True)
+def _dot_quantity(m, d, w, row, k, ga, gb, which, xi, xid, J, H, Q, V, X):
+    """A dot-product quantity x = x0 + s Σ_j u_j·w_j (u_j = R_A u0_j, w_j = R_B w0_j) of
+    closure k and its tangents (D3): ξ, ξ̇ into ``xi``, ``xid`` (ξ = s Σ_j [w_j × u_j; 0],
+    ẋ = ξᵀ ΔV); for every direction dd, J[dd] = ∂x/∂q, H[dd] = ∂ẋ/∂q (fixed v),
+    Q[dd] = ∂ẍ/∂q (fixed v, q̈), V[dd] = ∂ẍ/∂v and X[dd] = ∂ξ/∂q (0 where the direction
+    moves neither body).  ``which``: 0 the row's own dot products (one, u_A·w_B; three
+    for a ``ROT_LOG`` row, g = e·vee(R - Rᵀ)/2 = ½ Σ_i (e × i_A)·i_B); 1 a hinge's
+    c = cos θ = a_A·a_B (a = the row's w); 2 a log row's c = cos θ = (tr R - 1)/2
+    = ½ Σ_i i_A·i_B - ½ (R = R_Aᵀ R_B).  Returns (x, ẋ, ẍ)."""
+    nb, n = m.nb, m.nv
+    Vw, Aw, eta, dVq, dAq, dVv, dAv = w.V, w.A, w.eta, w.dVq, w.dAq, w.dVv, w.dAv
+    mark, trm = w.mark, w.trm
+    dxq, dxv = w.ds[1], w.ds[2]
+    RA, RB = d.cw[k, 0:3], d.cw[k, 4:7]
+    wa, wb = Vw[ga], Vw[gb]
+    u0, w0 = m.row_vec[row, 0], m.row_vec[row, 1]
+    e0, e1, e2 = cr3(w0, u0)  # a log row's axis e = w × u
+    nt, s, x = 1, 1.0, 0.0
+    if which == 2 or (which == 0 and m.row_int[row, 2] == ROT_LOG):
+        nt, s = 3, 0.5
+    if which == 2:
+        x = -0.5
+    for r in range(6):
+        xi[r] = 0.0
+        xid[r] = 0.0
+    for j in range(nt):
+        if which == 1:
+            p, c = (w0[0], w0[1], w0[2]), (w0[0], w0[1], w0[2])
+        elif nt == 1:
+            p, c = (u0[0], u0[1], u0[2]), (w0[0], w0[1], w0[2])
+        else:
+            p, c = _axis(j, e0, e1, e2)
+            if which == 2:
+                p = c
+        t = trm[j]
+        for r in range(3):
+            t[0, r] = RA[r, 0] * p[0] + RA[r, 1] * p[1] + RA[r, 2] * p[2]  # u = R_A u0
+            t[2, r] = RB[r, 0] * c[0] + RB[r, 1] * c[1] + RB[r, 2] * c[2]  # w = R_B w0
+        ud = cr3(wa, t[0])
+        wd = cr3(wb, t[2])
+        for r in range(3):
+            t[1, r] = ud[r]
+            t[3, r] = wd[r]
+        x += s * _dot3(t[0], t[2])
+        # ξ = s [w × u; 0], ξ̇ = s [ẇ × u + w × u̇; 0]
+        a1 = cr3(t[2], t[0])
+        a2 = cr3(wd, t[0])
+        a3 = cr3(t[2], ud)
+        for r in range(3):
+            xi[r] += s * a1[r]
+            xid[r] += s * (a2[r] + a3[r])
+    dV = _dif6(Vw[gb], Vw[ga])
+    dA = _dif6(Aw[gb], Aw[ga])
+    xd = dot6(xi, dV)
+    xdd = dot6(xi, dA) + dot6(xid, dV)
+    _mark_directions(w, ga, gb, n)
+    for dd in range(n):
+        for r in range(6):
+            X[dd, r] = 0.0
+        if mark[dd] == 0:
+            J[dd] = 0.0
+            H[dd] = 0.0
+            Q[dd] = 0.0
+            V[dd] = 0.0
+            continue
+        ta = ga if mark[dd] & 1 else nb
+        tb = gb if mark[dd] & 2 else nb
+        ea, eb = eta[ta, dd], eta[tb, dd]
+        for r in range(6):
+            dxq[r] = 0.0
+            dxv[r] = 0.0
+        for j in range(nt):
+            tm = trm[j]
+            u, ud, wv, wd = tm[0], tm[1], tm[2], tm[3]
+            du = cr3(ea, u)
+            dudq = _sum3(cr3(dVq[ta, dd], u), cr3(wa, du))
+            dudv = cr3(dVv[ta, dd], u)
+            dw = cr3(eb, wv)
+            dwdq = _sum3(cr3(dVq[tb, dd], wv), cr3(wb, dw))
+            dwdv = cr3(dVv[tb, dd], wv)
+            y = _sum3(cr3(dw, u), cr3(wv, du))
+            z = _sum3(_sum3(cr3(dwdq, u), cr3(wd, du)), _sum3(cr3(dw, ud), cr3(wv, dudq)))
+            z2 = _sum3(cr3(dwdv, u), cr3(wv, dudv))
+            for r in range(3):
+                X[dd, r] += s * y[r]
+                dxq[r] += s * z[r]
+                dxv[r] += s * z2[r]
+        dxi = X[dd]
+        # (D3): ẍ = ξᵀ ΔA + ξ̇ᵀ ΔV differentiated; J = ξᵀ Δη; ∂ẋ/∂q = ∂(ξᵀ ΔV)/∂q
+        Q[dd] = (
+            dot6(dxi, dA)
+            + (dot6(dAq[tb, dd], xi) - dot6(dAq[ta, dd], xi))
+            + dot6(dxq, dV)
+            + (dot6(dVq[tb, dd], xid) - dot6(dVq[ta, dd], xid))
+        )
+        V[dd] = (
+            (dot6(dAv[tb, dd], xi) - dot6(dAv[ta, dd], xi))
+            + dot6(dxv, dV)
+            + (dot6(dVv[tb, dd], xid) - dot6(dVv[ta, dd], xid))
+        )
+        H[dd] = dot6(dxi, dV) + (dot6(dVq[tb, dd], xi) - dot6(dVq[ta, dd], xi))
+        J[dd] = dot6(eb, xi) - dot6(ea, xi)
+    return x, xd, xdd
+
+
+@njit(cache=True)
+def _swing_derivatives(rho, c):
+    """h(c) = θ/sin θ (c = cos θ, ρ = sin θ >= 0) and its derivatives h', h'', h''' in c:
+    ``kinematics.closures._swing_scale``'s h, h', h'' and h''' = (5 c h'' + 4 h')/ρ²
+    (ρ² h' = h c - 1 differentiated twice more), its series in θ² below 0.2 rad."""
+    h, hp, hpp = _swing_scale(rho, c)
+    th = np.arctan2(rho, c)
+    if th < 0.2:
+        return h, hp, hpp, _horner(_HPPP, th * th)
+    return h, hp, hpp, (5.0 * c * hpp + 4.0 * hp) / (rho * rho)
+
+
+@njit(cache=True, inline="always")
+def _rotate(R, p):
+    """R p of a 3 × 3 block R (array rows) and a 3-vector p."""
+    return (
+        R[0, 0] * p[0] + R[0, 1] * p[1] + R[0, 2] * p[2],
+        R[1, 0] * p[0] + R[1, 1] * p[1] + R[1, 2] * p[2],
+        R[2, 0] * p[0] + R[2, 1] * p[1] + R[2, 2] * p[2],
+    )
+
+
+@njit(cache=True)
+def _rotation_row(m, d, w, mu, B, t, row, k, ga, gb):
+    """``row_tangents`` for rotation row t (``ROT_DOT``, ``ROT_HINGE``, ``ROT_LOG``),
+    exact at any state.  A ``ROT_DOT`` row is its dot product g; the swing and log rows
+    are Φ = h(c) g with h = θ/sin θ of the angle θ between the hinge's axes (c = a_A·a_B)
+    or between the frames (c = (tr R - 1)/2), g their dot-product forms (``_dot_quantity``;
+    module doc):
+
+        Φ̇ = h' ċ g + h ġ,   Φ̈ = h'' ċ² g + h' c̈ g + 2 h' ċ ġ + h g̈                 (D5)
+
+    and with J_x = ∂x/∂q, H_x = ∂ẋ/∂q, Q_x = ∂ẍ/∂q, V_x = ∂ẍ/∂v of x = c, g (∂ẋ/∂v = J_x,
+    ∂h⁽ʲ⁾/∂q = h⁽ʲ⁺¹⁾ J_c):
+
+        J     = h' g J_c + h J_g
+        ∂Φ̇/∂q = h'' ċ g J_c + h' (g H_c + ċ J_g + ġ J_c) + h H_g
+        ∂Φ̈/∂q = (h⁽³⁾ ċ² g + h'' c̈ g + 2 h'' ċ ġ + h' g̈) J_c + h'' (2 ċ g H_c + ċ² J_g)
+                + h' (g Q_c + c̈ J_g + 2 ġ H_c + 2 ċ H_g) + h Q_g
+        ∂Φ̈/∂v = (2 h'' ċ g + 2 h' ġ) J_c + h' (g V_c + 2 ċ J_g) + h V_g             (D6)
+
+    the row's wrench ξ = h' g ξ_c + h ξ_g and ∂ξ/∂q = (h'' g J_c + h' J_g) ξ_c
+    + h' g ∂ξ_c + h' J_c ξ_g + h ∂ξ_g.  Returns False where the swing or the relative
+    rotation is a half-turn to within ``FLIP_SIN`` (there h and the rows' Jacobian
+    are undefined), True otherwise."""
+    n = m.nv
+    a, b = m.cl_body[k, 0], m.cl_body[k, 1]
+    xi, xid = w.W[0], w.W[1]
+    Jg, Hg, Qg, Vg, Xg = w.Jk[t], w.hq[t], B[n + t, :n], B[n + t, n : 2 * n], w.rx[0]
+    g, gd, gdd = _dot_quantity(m, d, w, row, k, ga, gb, 0, xi, xid, Jg, Hg, Qg, Vg, Xg)
+    form = m.row_int[row, 2]
+    if form != ROT_DOT:
+        which = 1 if form == ROT_HINGE else 2
+        xc, rq, Xc = w.W[2], w.rq, w.rx[1]
+        c, cd, cdd = _dot_quantity(
+            m, d, w, row, k, ga, gb, which, xc, w.W[3], rq[0], rq[1], rq[2], rq[3], Xc
+        )
+        # ρ = sin θ: |a_A × a_B| (hinge), |vee(R - Rᵀ)/2| = |½ Σ_i i_A × i_B| (log)
+        RA, RB = d.cw[k, 0:3], d.cw[k, 4:7]
+        if which == 1:
+            w0 = m.row_vec[row, 1]
+            x = cr3(_rotate(RA, w0), _rotate(RB, w0))
+        else:
+            x = (0.0, 0.0, 0.0)
+            for i in range(3):
+                x = _sum3(x, cr3((RA[0, i], RA[1, i], RA[2, i]), (RB[0, i], RB[1, i], RB[2, i])))
+            x = (0.5 * x[0], 0.5 * x[1], 0.5 * x[2])
+        rho = math.sqrt(_dot3(x, x))
+        if c < 0.0 and rho < FLIP_SIN:
+            return False
+        h0, h1, h2, h3 = _swing_derivatives(rho, c)
+        kc = h3 * cd * cd * g + h2 * cdd * g + 2.0 * h2 * cd * gd + h1 * gdd
+        for dd in range(n):
+            if w.mark[dd] == 0:
+                continue
+            jc, hc, qc, vc = rq[0, dd], rq[1, dd], rq[2, dd], rq[3, dd]
+            jg, hg, qg, vg = Jg[dd], Hg[dd], Qg[dd], Vg[dd]
+            Jg[dd] = h1 * g * jc + h0 * jg
+            Hg[dd] = h2 * cd * g * jc + h1 * (g * hc + cd * jg + gd * jc) + h0 * hg
+            Qg[dd] = (
+                kc * jc
+                + h2 * (2.0 * cd * g * hc + cd * cd * jg)
+                + h1 * (g * qc + cdd * jg + 2.0 * gd * hc + 2.0 * cd * hg)
+                + h0 * qg
+            )
+            Vg[dd] = (2.0 * h2 * cd * g + 2.0 * h1 * gd) * jc + h1 * (g * vc + 2.0 * cd * jg)
+            Vg[dd] += h0 * vg
+            f1, f2, f3 = h2 * g * jc + h1 * jg, h1 * g, h1 * jc
+            for r in range(6):
+                Xg[dd, r] = f1 * xc[r] + f2 * Xc[dd, r] + f3 * xi[r] + h0 * Xg[dd, r]
+        for r in range(6):
+            xi[r] = h1 * g * xc[r] + h0 * xi[r]
+    mt = mu[t]
+    for dd in range(n):
+        if w.mark[dd] == 0:
+            continue
+        if b >= 0:
+            add6(w.dFq[b, dd], -mt, Xg[dd])
+        if a >= 0:
+            add6(w.dFq[a, dd], mt, Xg[dd])
+    if b >= 0:
+        add6(w.F[b], -mt, xi)
+    if a >= 0:
+        add6(w.F[a], mt, xi)
+    return True
+
+
+@njit(cache=True)
 def row_tangents(m, d, w, mu, B):
     """For the kept rows t (``d.rows[:r]``), from ``world_tangents``: ``w.Jk[t]`` (J's
     row), B[n + t, :n] = ∂Φ̈/∂q and B[n + t, n:2n] = ∂Φ̈/∂v at fixed (v, q̈) by (D3),
     ``w.hq[t]`` = ∂(J v)/∂q at fixed v; the rows' forces μ as world wrenches
     ξ μ on body b (-ξ μ on a) subtracted from ``w.F`` and their q-derivatives at fixed
-    μ from ``w.dFq`` (a coupling row's force is a constant joint force: none)."""
+    μ from ``w.dFq`` (a coupling row's force is a constant joint force: none).  Returns
+    False where a rotation row has no derivative (``_rotation_row``)."""
     nb, n, r = m.nb, m.nv, d.nrows
-    V, A, eta, dVq, dAq, dVv, dAv = w.V, w.A, w.eta, w.dVq, w.dAq, w.dVv, w.dAv
-    mark = w.mark
-    xi, xid = w.W[0], w.W[1]
-    dxi, dxq, dxv = w.ds[0], w.ds[1], w.ds[2]
     t = -1
     while t + 1 < r:
         t += 1
@@ -340,117 +506,21 @@ def row_tangents(m, d, w, mu, B):
             _translation_group(m, d, w, mu, B, t, g)
             t += g - 1
             continue
-        for dd in range(n):
-            B[n + t, dd] = 0.0
-            B[n + t, n + dd] = 0.0
-            w.hq[t, dd] = 0.0
-            w.Jk[t, dd] = 0.0
         if kind == COUPLING:
+            for dd in range(n):
+                B[n + t, dd] = 0.0
+                B[n + t, n + dd] = 0.0
+                w.hq[t, dd] = 0.0
+                w.Jk[t, dd] = 0.0
             w.Jk[t, m.row_int[row, 3]] += 1.0
             w.Jk[t, m.row_int[row, 2]] -= m.row_vec[row, 0, 0]
             continue
         a, b = m.cl_body[k, 0], m.cl_body[k, 1]
         ga = nb if a < 0 else a
         gb = nb if b < 0 else b
-        nt, s, is_t = _row_terms(m, d, w, row, k, ga, gb)
-        pB, wa, wb = d.cw[k, 7], V[ga], V[gb]
-        dV = (
-            V[gb, 0] - V[ga, 0],
-            V[gb, 1] - V[ga, 1],
-            V[gb, 2] - V[ga, 2],
-            V[gb, 3] - V[ga, 3],
-            V[gb, 4] - V[ga, 4],
-            V[gb, 5] - V[ga, 5],
-        )
-        dA = (
-            A[gb, 0] - A[ga, 0],
-            A[gb, 1] - A[ga, 1],
-            A[gb, 2] - A[ga, 2],
-            A[gb, 3] - A[ga, 3],
-            A[gb, 4] - A[ga, 4],
-            A[gb, 5] - A[ga, 5],
-        )
-        mt = mu[t]
-        # the directions moving a (bit 1) or b (bit 2); a body a direction does not move
-        # reads the ground's zero tangents (index nb)
-        _mark_directions(w, ga, gb, n)
-        for dd in range(n):
-            if mark[dd] == 0:
-                continue
-            ta = ga if mark[dd] & 1 else nb
-            tb = gb if mark[dd] & 2 else nb
-            ea, eb = eta[ta, dd], eta[tb, dd]
-            for x in range(6):
-                dxi[x] = 0.0
-                dxq[x] = 0.0
-                dxv[x] = 0.0
-            for j in range(nt):
-                tm = w.trm[j]
-                u, ud = tm[0], tm[1]
-                du = cr3(ea, u)
-                x1 = cr3(dVq[ta, dd], u)
-                x2 = cr3(wa, du)
-                dudq = (x1[0] + x2[0], x1[1] + x2[1], x1[2] + x2[2])
-                dudv = cr3(dVv[ta, dd], u)
-                if is_t:
-                    pd = tm[4]
-                    x1 = cr3(eb, pB)
-                    dp = (eb[3] + x1[0], eb[4] + x1[1], eb[5] + x1[2])
-                    x1 = cr3(dVq[tb, dd], pB)
-                    x2 = cr3(wb, dp)
-                    dpdq = (
-                        dVq[tb, dd, 3] + x1[0] + x2[0],
-                        dVq[tb, dd, 4] + x1[1] + x2[1],
-                        dVq[tb, dd, 5] + x1[2] + x2[2],
-                    )
-                    x1 = cr3(dVv[tb, dd], pB)
-                    dpdv = (dVv[tb, dd, 3] + x1[0], dVv[tb, dd, 4] + x1[1], dVv[tb, dd, 5] + x1[2])
-                    y1, y2 = cr3(dp, u), cr3(pB, du)
-                    z1, z2, z3, z4 = cr3(dpdq, u), cr3(pd, du), cr3(dp, ud), cr3(pB, dudq)
-                    v1, v2 = cr3(dpdv, u), cr3(pB, dudv)
-                    for x in range(3):
-                        dxi[x] += y1[x] + y2[x]
-                        dxi[3 + x] += du[x]
-                        dxq[x] += z1[x] + z2[x] + z3[x] + z4[x]
-                        dxq[3 + x] += dudq[x]
-                        dxv[x] += v1[x] + v2[x]
-                        dxv[3 + x] += dudv[x]
-                else:
-                    wv, wd = tm[2], tm[3]
-                    dw = cr3(eb, wv)
-                    x1 = cr3(dVq[tb, dd], wv)
-                    x2 = cr3(wb, dw)
-                    dwdq = (x1[0] + x2[0], x1[1] + x2[1], x1[2] + x2[2])
-                    dwdv = cr3(dVv[tb, dd], wv)
-                    y1, y2 = cr3(dw, u), cr3(wv, du)
-                    z1, z2, z3, z4 = cr3(dwdq, u), cr3(wd, du), cr3(dw, ud), cr3(wv, dudq)
-                    v1, v2 = cr3(dwdv, u), cr3(wv, dudv)
-                    for x in range(3):
-                        dxi[x] += s * (y1[x] + y2[x])
-                        dxq[x] += s * (z1[x] + z2[x] + z3[x] + z4[x])
-                        dxv[x] += s * (v1[x] + v2[x])
-            # (D3): Φ̈ = ξᵀ ΔA + ξ̇ᵀ ΔV differentiated; J = ξᵀ Δη; ∂(J v)/∂q = ∂(ξᵀ ΔV)/∂q
-            B[n + t, dd] = (
-                dot6(dxi, dA)
-                + (dot6(dAq[tb, dd], xi) - dot6(dAq[ta, dd], xi))
-                + dot6(dxq, dV)
-                + (dot6(dVq[tb, dd], xid) - dot6(dVq[ta, dd], xid))
-            )
-            B[n + t, n + dd] = (
-                (dot6(dAv[tb, dd], xi) - dot6(dAv[ta, dd], xi))
-                + dot6(dxv, dV)
-                + (dot6(dVv[tb, dd], xid) - dot6(dVv[ta, dd], xid))
-            )
-            w.hq[t, dd] = dot6(dxi, dV) + (dot6(dVq[tb, dd], xi) - dot6(dVq[ta, dd], xi))
-            w.Jk[t, dd] = dot6(eb, xi) - dot6(ea, xi)
-            if b >= 0:
-                add6(w.dFq[b, dd], -mt, dxi)
-            if a >= 0:
-                add6(w.dFq[a, dd], mt, dxi)
-        if b >= 0:
-            add6(w.F[b], -mt, xi)
-        if a >= 0:
-            add6(w.F[a], mt, xi)
+        if not _rotation_row(m, d, w, mu, B, t, row, k, ga, gb):
+            return False
+    return True
 
 
 @njit(cache=True)
@@ -619,30 +689,12 @@ def kkt_solve(m, d, w, B, reuse):
     return rc
 
 
-@njit(cache=True)
-def off_manifold(m, d, w, v, size):
-    """True where Φ or J v exceed ``MANIFOLD_TOL`` (module doc) at the state in ``d``
-    (``d.Phi``, ``d.J`` of every row); their sizes into ``w.diag[0:2]``."""
-    ephi, ev, jmax, vmax = 0.0, 0.0, 1e-300, 1.0
-    for j in range(m.nv):
-        vmax = max(vmax, abs(v[j]))
-    for rr in range(m.nr):
-        ephi = max(ephi, abs(d.Phi[rr]))
-        x = 0.0
-        for j in range(m.nv):
-            x += d.J[rr, j] * v[j]
-            jmax = max(jmax, abs(d.J[rr, j]))
-        ev = max(ev, abs(x))
-    w.diag[0], w.diag[1] = ephi, ev
-    return ephi > MANIFOLD_TOL * size or ev > MANIFOLD_TOL * jmax * vmax
-
-
 # derivatives_entry's modes
 GIVEN, GIVEN_SOLVE, AUGMENTED_SOLVE = 0, 1, 2
 
 
 @entry
-def derivatives_entry(ctx, wb, q, v, tau, qdd, mu, size, mode, B):
+def derivatives_entry(ctx, wb, q, v, tau, qdd, mu, mode, B):
     """The derivatives at (q, v, q̈) with the multipliers ``mu`` of the rows ``d.rows``
     (r of them) into ``B`` ((nv + r) × 3 nv).  ``mode``: ``GIVEN``, q̈ and μ given,
     B = [∂E1/∂q, ∂E1/∂v, M] over [∂E2/∂q, ∂E2/∂v, J_k] (D1); ``GIVEN_SOLVE``, q̈ and μ
@@ -650,10 +702,10 @@ def derivatives_entry(ctx, wb, q, v, tau, qdd, mu, size, mode, B):
     ``AUGMENTED_SOLVE``: q̈ and μ first computed into ``qdd`` and ``mu`` by the augmented
     method's kernel at τ (``augmented_kernel``, on the same rows: the numbers of
     ``ld.forward_dynamics(method="augmented")``), whose kinematics, J and M are then
-    reused, then as ``GIVEN_SOLVE``.  ``size`` > 0: check that the state is on the
-    manifold at that model size (``off_manifold``).  Returns > 0 (solving: 1 / the KKT
-    matrix's estimated condition), or a status < 0 (``FD_FAILED``: the augmented kernel
-    refused the state; the caller takes the checked path)."""
+    reused, then as ``GIVEN_SOLVE``.  Returns > 0 (solving: 1 / the KKT matrix's
+    estimated condition), or a status < 0 (``FD_FAILED``: the augmented kernel refused
+    the state, the caller takes the checked path; ``HALF_TURN``: a swing or log row at a
+    half-turn)."""
     m, d = handles(ctx)
     n = m.nv
     st = state_status(m, q, v, tau, n, n)
@@ -675,11 +727,10 @@ def derivatives_entry(ctx, wb, q, v, tau, qdd, mu, size, mode, B):
             return float(-3)
         constraint_kernel(m, d, q, v[:0], unliteral(True))
         crba_from_poses(m, d, w.M)
-    if size > 0.0 and off_manifold(m, d, w, v, size):
-        return OFF_MANIFOLD
     world_tangents(m, d, w, v, as_input(qdd))
     inertial_forces(m, w)
-    row_tangents(m, d, w, mu, B)
+    if not row_tangents(m, d, w, mu, B):
+        return HALF_TURN
     force_tangents_backward(m, w, B)
     if mode != GIVEN:
         return kkt_solve(m, d, w, B, mode == AUGMENTED_SOLVE)
@@ -702,7 +753,6 @@ ENTRY = Entry(
     IN,
     OUT,
     OUT,
-    types.float64,
     types.int64,
     OUT2,
 )
@@ -711,40 +761,25 @@ ENTRY = Entry(
 # ---------------------------------------------------------------- Python side
 class _Work:
     """A model's derivative workspace: a dense ``Data`` (its own: the rows it uses are
-    the derivatives'), the tangents' buffer, and what the model's rows need: the model
-    size, per row whether its derivative needs a consistent state (hinge / log rows)
-    and the message of a log row that cannot be differentiated (``_log_refusal``)."""
+    the derivatives'), the tangents' buffer and the entry."""
 
     def __init__(self, model):
         self.data = model.create_data().ensure_dense()
         self.buf, self.views = allocate_workspace(model.nbodies, model.nv, model.m)
-        self.size = max(1.0, float(np.abs(model.jgeom[:, 3]).max(initial=0.0)))
-        ri = np.asarray(model.row_int)
-        kinds, forms = ri[:, 1], ri[:, 2]
-        self.needs = (kinds != TRANSLATION) & (kinds != COUPLING) & (forms != ROT_DOT)
-        self.refusal = [_log_refusal(model, r) for r in range(model.m)]
         self.all_rows = np.arange(model.m, dtype=np.int64)
         self.rows = self.all_rows
-        self.all_size = self._size(self.all_rows)
         self.entry = ENTRY.compile()
         self.zeros = np.zeros(model.nv)
         # the fast path (augmented inside the entry, every row) is taken once the checked
         # path saw ld.forward_dynamics keep every row (``forward_dynamics_derivatives``)
         self.fast = False
 
-    def _size(self, rows):
-        for r in rows:
-            if self.refusal[r]:
-                raise ModelError(self.refusal[r])
-        return self.size if bool(np.any(self.needs[rows])) else 0.0
-
     def use(self, rows):
-        """Make ``rows`` the kept rows; returns the manifold check's size (0: none)."""
+        """Make ``rows`` the kept rows."""
         if rows is not self.rows:
             if not np.array_equal(rows, self.rows):
                 self.data.set_rows(rows)
             self.rows = rows
-        return self.all_size if rows is self.all_rows else self._size(rows)
 
 
 _NO_MU = np.zeros(0)
@@ -760,44 +795,23 @@ def _work(model):
     return wk
 
 
-def _log_refusal(model, r):
-    """The ``ModelError`` message for row r if it is a log row of a closure that leaves
-    its frames free to turn (module doc: three rotation rows, or a planar model's one,
-    lock the relative rotation), else ''."""
-    ri = np.asarray(model.row_int)
-    if ri[r, 1] == TRANSLATION or ri[r, 2] != ROT_LOG:
-        return ""
-    k = ri[r, 0]
-    rot = np.flatnonzero((ri[:, 0] == k) & (ri[:, 1] != TRANSLATION))
-    if rot.size == 3 or model.planar:
-        return ""
-    return (
-        f"{model.name}: closure {model.closures[k]!r} leaves its frames free to turn "
-        f"({rot.size} rotation row of the log map in 3D): the derivatives of such rows are "
-        "not implemented (a generic closure with one rotation axis)"
-    )
-
-
-def _run(model, wk, q, v, qdd, rows, mu, solve, check=True):
+def _run(model, wk, q, v, qdd, rows, mu, solve):
     """``derivatives_entry`` on the rows ``rows`` with q̈ and multipliers ``mu`` given:
     B, or the error its status names."""
     n = model.nv
-    size = wk.use(rows)
-    if not check:
-        size = 0.0
+    wk.use(rows)
     B = np.empty((n + rows.size, 3 * n))
     qdd = np.ascontiguousarray(qdd, dtype=float)
     mu = np.ascontiguousarray(mu, dtype=float)
     mode = GIVEN_SOLVE if solve else GIVEN
-    st = wk.entry(wk.data.ctx, wk.buf, q, v, wk.zeros, qdd, mu, size, mode, B)
+    st = wk.entry(wk.data.ctx, wk.buf, q, v, wk.zeros, qdd, mu, mode, B)
     if st > 0.0:
         return B
     diag = wk.views["diag"]
-    if st == OFF_MANIFOLD:
-        raise AssemblyError(
-            f"{model.name}: derivatives of its hinge / log closure rows need a consistent state "
-            f"(|Φ| = {diag[0]:.3g}, |J v| = {diag[1]:.3g}); use ld.assemble and "
-            "ld.complete_velocity"
+    if st == HALF_TURN:
+        raise SingularityError(
+            f"{model.name}: a closure's hinge axes or frames are turned by a half-turn here, "
+            "where its rotation rows have no derivative"
         )
     if st == SINGULAR:
         if rows.size == 0:
@@ -930,9 +944,8 @@ def forward_dynamics_derivatives(model, q, v, tau=None, method="augmented", tang
     """Analytic derivatives of closed-loop forward dynamics, (D1)-(D3) of the module
     doc; :class:`ForwardDynamicsDerivatives`.  ``method``: the forward-dynamics method
     that gives q̈ and λ (all agree; the derivatives are of the unique q̈).  Raises
-    :class:`SingularityError` at a singular configuration (KKT matrix singular),
-    :class:`AssemblyError` off the manifold where the model's hinge / log rows need a
-    consistent state, :class:`ModelError` for log rows of a closure free to turn.
+    :class:`SingularityError` at a singular configuration (KKT matrix singular, a
+    hinge or a frame turned by a half-turn).
     ``tangent=False`` skips the tangent-space projection.  Not thread-safe (one
     workspace per model, as the model's default ``Data``).
 
@@ -991,7 +1004,7 @@ def _checked(model, wk, q, v, tau, method, tangent):
     if dropped.size:
         q = configuration(model, q)
         rows = np.setdiff1d(wk.all_rows, dropped)
-        wk.use(rows)  # the log rows' refusal first, as the kernel's checks
+        wk.use(rows)
         Jall = evaluate(model, q, None, True, wk.data).J[:m]
         mu = np.linalg.lstsq(Jall[rows].T, Jall.T @ lam, rcond=None)[0]
     else:
@@ -1028,7 +1041,7 @@ def _fast(model, wk, q, v, tau, tangent, out=None):
         try:
             st = wk.entry(
                 wk.data.ctx, wk.buf, q, v, wk.zeros if tau is None else tau, qdd, lam,
-                wk.all_size, AUGMENTED_SOLVE, B,
+                AUGMENTED_SOLVE, B,
             )  # fmt: skip
         except TypeError:
             return None
@@ -1047,7 +1060,7 @@ def _fast(model, wk, q, v, tau, tangent, out=None):
     try:
         st = wk.entry(
             wk.data.ctx, wk.buf, q, v, wk.zeros if tau is None else tau, qdd, lam,
-            wk.all_size, AUGMENTED_SOLVE, B,
+            AUGMENTED_SOLVE, B,
         )  # fmt: skip
     except TypeError:  # not real numbers: the checked path explains
         return None
@@ -1178,7 +1191,7 @@ def inverse_dynamics_derivatives(model, q, v, qdd, actuated=None):
     dxq = Ap @ dtq
     if m:
         y = np.linalg.pinv(A @ A.T, rcond=1e-10) @ rnea(model, q, v, qdd)
-        _run(model, wk, q, y, np.zeros(n), rows, np.zeros(m), False, check=False)
+        _run(model, wk, q, y, np.zeros(n), rows, np.zeros(m), False)
         dAty = np.zeros((na + m, n))
         dAty[na:] = wk.views["hq"][:m]
         dxq += (np.eye(na + m) - Ap @ A) @ dAty

@@ -40,17 +40,15 @@ from q_e to q_{k+1}, the curvature of the projection at distance |Φ(q_e)|, and
 −dJᵀ w − J⁺(dJ Jᵀ + J dJᵀ) w with w = (J Jᵀ)⁻¹ J v_e), far below the 1e-6 of the
 tests.  ``stabilization="none"``: x_{k+1} = (q_e, v_e) and (S8) is skipped.
 
-Off the manifold (the stages are, by O(h²)) the hinge and log rotation rows' derivative
-is not that of their dot-product form (docs/derivatives.md): models with such rows are
-refused (``ModelError``); translation, dot-product (universal), ball and coupling rows
-are differentiated exactly at any state.
+The stages are off the manifold (by O(h²)): ``forward_dynamics_derivatives`` is exact
+there for every row kind (the swing and log rotation rows in their own form, (D5)-(D6)
+of ``loopdyn.derivatives.closed``), so every closure kind is covered.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from loopdyn.errors import ModelError
 from loopdyn.kinematics.configuration import integrate
 from loopdyn.model.joints import FREE, SPHERICAL
 from loopdyn.validation import configuration, model_arg, vector
@@ -154,22 +152,6 @@ class StepDerivatives:
     B: np.ndarray
 
 
-def _refuse_rotation_rows(model):
-    """ModelError for closures whose hinge / log rotation rows are differentiated in their
-    dot-product form (exact only on the manifold; the RK4 stages are off it)."""
-    from loopdyn.derivatives.closed import _work
-
-    wk = _work(model)
-    bad = np.flatnonzero(wk.needs)
-    if bad.size:
-        k = int(np.asarray(model.row_int)[bad[0], 0])
-        raise ModelError(
-            f"{model.name}: closure {model.closures[k]!r} has hinge / log rotation rows, whose "
-            "derivatives are exact on the constraint manifold only; the integrator's stages "
-            "are off it, so step_derivatives is not implemented for this model"
-        )
-
-
 def step_system(model, q, v, tau, dt, stabilization="projection", tol=1e-12):
     """(q_{k+1}, v_{k+1}) of one RK4 step of ``ld.simulate``'s Python loop (the objects it
     drives: ``System``, ``RK4Stepper``, ``System.project`` at threshold 0), from (q, v)
@@ -202,9 +184,8 @@ def step_derivatives(
     (q, v) should be consistent for the projection's derivative to be that of a step of
     the simulation (a state off the manifold is projected all the same).
 
-    Raises ``ModelError`` for closures with hinge / log rotation rows (module doc),
-    ``SingularityError`` where a stage's KKT matrix is singular, ``ValueError`` for bad
-    arguments."""
+    Raises ``SingularityError`` where a stage's KKT matrix is singular, ``ValueError``
+    for bad arguments."""
     model_arg(model)
     if str(integrator).lower() not in INTEGRATORS:
         raise ValueError(f"integrator must be one of {INTEGRATORS}, got {integrator!r}")
@@ -216,8 +197,6 @@ def step_derivatives(
     q = np.array(configuration(model, q), dtype=float)
     v = np.array(vector(v, model.nv, "v", model), dtype=float)
     tau = np.zeros(model.nv) if tau is None else np.array(vector(tau, model.nv, "tau", model))
-    if model.m:
-        _refuse_rotation_rows(model)
     from loopdyn.derivatives.closed import forward_dynamics_derivatives
 
     n, h = model.nv, dt

@@ -79,7 +79,9 @@ LAYOUT = (
     ("nsup", ("nb1",)),  # int: how many directions move body i
     ("sup", ("nb1", "n")),  # int: those directions (the ancestors' coordinates), sup[i, :nsup[i]]
     ("mark", ("n",)),  # int: scratch, the directions moving a closure row's bodies
-    ("diag", (4,)),  # |Φ|, |J v| of the manifold check; 1/cond of the KKT matrix
+    ("diag", (4,)),  # diag[2]: 1/cond of the KKT matrix
+    ("rq", (4, "n")),  # scratch: a swing / log row's c: ∂c/∂q, ∂ċ/∂q, ∂c̈/∂q, ∂c̈/∂v
+    ("rx", (2, "n", 6)),  # scratch: ∂ξ/∂q of a rotation row's g (0) and c (1)
 )
 _INT = ("piv", "nsup", "sup", "mark")
 TangentViews = namedtuple("TangentViews", [name for name, _ in LAYOUT])
@@ -135,6 +137,8 @@ def tangent_views(wb, nb, n, r):
     o23 = o22 + nb1
     o24 = o23 + nb1 * n
     o25 = o24 + n
+    o26 = o25 + 4
+    o27 = o26 + 4 * n
     return TangentViews(
         block(wb, o0, (nb, 6, 6)),
         block(wb, o1, (nb, 6, 6)),
@@ -162,6 +166,8 @@ def tangent_views(wb, nb, n, r):
         block_int(wb, o23, (nb1, n)),
         block_int(wb, o24, n),
         block(wb, o25, 4),
+        block(wb, o26, (4, n)),
+        block(wb, o27, (2, n, 6)),
     )
 
 
