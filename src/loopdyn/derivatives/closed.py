@@ -89,6 +89,9 @@ KKT_RCOND = 1e-14
 # the spread of the in-order elimination's pivots (``kkt_solve``) beyond which it is
 # done again with partial pivoting
 NOPIV_RATIO = 1e-10
+# the augmented kernel's LU factors with row exchanges are reused for (D2) up to this
+# size of the KKT system (``_augmented_factors``)
+PIVOTED_REUSE = 16
 # statuses of derivatives_entry besides kernels.checks' STATE_* (> 0: 1 / cond, done)
 SINGULAR = -1.0
 NONFINITE_OUTPUT = -2.0
@@ -589,21 +592,36 @@ def _solve_inorder(K, k, n, B):
 
 
 @njit(cache=True)
+def _solve(K, k, n, piv, B):
+    """B ← K⁻¹ B from LU factors of K with pivots ``piv``: ``_solve_inorder`` where there
+    were no row exchanges, else ``linalg.lu_solve_rows``."""
+    for i in range(k):
+        if piv[i] != i:
+            lu_solve_rows(K, k, piv, B)
+            return
+    _solve_inorder(K, k, n, B)
+
+
+@njit(cache=True)
 def _augmented_factors(m, d, w):
     """1 / the estimated condition of the augmented kernel's KKT matrix
     K' = [M, (S J_k)ᵀ; S J_k, 0] (eq. (10), rows scaled by S, its scales recomputed into
-    ``w.sc`` by its rule) from its LU factors in ``d.K``, where they are usable for (D2):
-    factored in order (``d.piv`` the identity, so the factors are the in-order ones and
-    keep the graph's sparsity) with a pivot spread within ``NOPIV_RATIO``; else 0."""
+    ``w.sc`` by its rule) from its LU factors in ``d.K``, where they are usable for (D2),
+    else 0: factored in order (``d.piv`` the identity, so the factors are the in-order
+    ones and keep the graph's sparsity) with a pivot spread within ``NOPIV_RATIO``, or
+    with row exchanges on a system of at most ``PIVOTED_REUSE`` rows (the four-bar's
+    5: there the fill of partial pivoting costs less than a second factorization)."""
     n, r = m.nv, d.nrows
     k = n + r
     umin, umax = 1e300, 0.0
+    pivoted = False
     for i in range(k):
-        if d.piv[i] != i:
-            return 0.0
+        pivoted = pivoted or d.piv[i] != i
         umin = min(umin, abs(d.K[i, i]))
         umax = max(umax, abs(d.K[i, i]))
-    if not umin > NOPIV_RATIO * umax:
+    if pivoted and k > PIVOTED_REUSE:
+        return 0.0
+    if not pivoted and not umin > NOPIV_RATIO * umax:
         return 0.0
     for a in range(r):
         jm = 0.0
@@ -649,7 +667,7 @@ def kkt_solve(m, d, w, B, reuse):
             for t in range(r):
                 for c in range(nc):
                     B[n + t, c] *= w.sc[t]
-            _solve_inorder(d.K, k, n, B)
+            _solve(d.K, k, n, d.piv, B)
             for t in range(r):
                 for c in range(nc):
                     B[n + t, c] *= -w.sc[t]
@@ -673,13 +691,7 @@ def kkt_solve(m, d, w, B, reuse):
     for t in range(r):
         for c in range(nc):
             B[n + t, c] *= w.sc[t]
-    pivoted = False
-    for i in range(k):
-        pivoted = pivoted or w.piv[i] != i
-    if pivoted:
-        lu_solve_rows(w.K, k, w.piv, B)
-    else:
-        _solve_inorder(w.K, k, n, B)
+    _solve(w.K, k, n, w.piv, B)
     for t in range(r):
         for c in range(nc):
             B[n + t, c] *= w.sc[t]
@@ -773,6 +785,10 @@ class _Work:
         # the fast path (augmented inside the entry, every row) is taken once the checked
         # path saw ld.forward_dynamics keep every row (``forward_dynamics_derivatives``)
         self.fast = False
+        # what the fast path reads at every call, looked up once
+        self.ctx = self.data.ctx
+        self.n, self.m = model.nv, model.m
+        self.shape = (model.nv + model.m, 3 * model.nv)
 
     def use(self, rows):
         """Make ``rows`` the kept rows."""
@@ -917,14 +933,6 @@ class ForwardDynamicsDerivatives:
             dqdd_dydot=dqdd_dydot, _buf=_buf,
         )  # fmt: skip
 
-    @classmethod
-    def _from_buffers(cls, qdd, lam, B, rows):
-        """The compiled path's result: q̈, λ (= μ, every row kept) and B, its matrices
-        views of B made when read (``_Block``)."""
-        obj = cls.__new__(cls)
-        obj.__dict__ = {"qdd": qdd, "lam": lam, "rows": rows, "mu": lam, "_buf": (qdd, lam, B)}
-        return obj
-
     def __repr__(self):
         return (
             f"ForwardDynamicsDerivatives(nv={self.qdd.size}, rows={self.rows.size}, "
@@ -958,9 +966,32 @@ def forward_dynamics_derivatives(model, q, v, tau=None, method="augmented", tang
     valid until the next call with it)."""
     wk = getattr(model, "_derivative_work", None)
     if wk is not None and wk.fast and method == "augmented":
-        res = _fast(model, wk, q, v, tau, tangent, out)
-        if res is not None:
-            return res
+        if out is None:
+            # the fast path's default call, inline (``_fast``): three arrays, one entry
+            # call, the result: its matrices views of B made when read (``_Block``)
+            qdd, lam, B = _empty(wk.n), _empty(wk.m), _empty(wk.shape)
+            if wk.rows is not wk.all_rows:
+                wk.use(wk.all_rows)
+            try:
+                st = wk.entry(
+                    wk.ctx, wk.buf, q, v, wk.zeros if tau is None else tau, qdd, lam,
+                    AUGMENTED_SOLVE, B,
+                )  # fmt: skip
+            except TypeError:  # not real numbers: the checked path explains
+                st = 0.0
+            if st > 0.0:
+                res = _new(ForwardDynamicsDerivatives)
+                res.__dict__ = {
+                    "qdd": qdd, "lam": lam, "rows": wk.all_rows, "mu": lam,
+                    "_buf": (qdd, lam, B),
+                }  # fmt: skip
+                if tangent:
+                    _project(model, q, res, wk, True)
+                return res
+        else:
+            res = _fast(model, wk, q, v, tau, tangent, out)
+            if res is not None:
+                return res
     res = _checked(model, wk, q, v, tau, method, tangent)
     if out is None:
         return res
@@ -1029,50 +1060,36 @@ def _checked(model, wk, q, v, tau, method, tangent):
     return out
 
 
-def _fast(model, wk, q, v, tau, tangent, out=None):
-    """``forward_dynamics_derivatives`` in one compiled call (``AUGMENTED_SOLVE``, every
-    row kept), or None where the entry refuses the inputs or the state (the checked path
-    then answers or explains).  ``out`` with buffers of this path: written in place."""
-    n, m = model.nv, model.m
-    if out is not None and out._buf is not None and out._buf[2].shape == (n + m, 3 * n):
-        qdd, lam, B = out._buf
-        if wk.rows is not wk.all_rows:
-            wk.use(wk.all_rows)
-        try:
-            st = wk.entry(
-                wk.data.ctx, wk.buf, q, v, wk.zeros if tau is None else tau, qdd, lam,
-                AUGMENTED_SOLVE, B,
-            )  # fmt: skip
-        except TypeError:
-            return None
-        if not st > 0.0:
-            return None
-        out.rows, out.mu, out.method = wk.all_rows, lam, "augmented"
-        if tangent:
-            _project(model, q, out, wk, True)
-        else:  # nothing of an earlier call's projection stays on out
-            out.independent = out.dependent = out.G = out.dqdd_dy = out.dqdd_dydot = None
-        return out
-    qdd, lam = _empty(n), _empty(m)
-    B = _empty((n + m, 3 * n))
+def _fast(model, wk, q, v, tau, tangent, out):
+    """``forward_dynamics_derivatives(..., out=out)`` in one compiled call
+    (``AUGMENTED_SOLVE``, every row kept) into the buffers of ``out`` (a result of this
+    path), or None where ``out`` has none or the entry refuses the inputs or the state
+    (the checked path then answers or explains)."""
+    buf = out._buf
+    if buf is None or buf[2].shape != wk.shape:
+        return None
+    qdd, lam, B = buf
     if wk.rows is not wk.all_rows:
         wk.use(wk.all_rows)
     try:
         st = wk.entry(
-            wk.data.ctx, wk.buf, q, v, wk.zeros if tau is None else tau, qdd, lam,
+            wk.ctx, wk.buf, q, v, wk.zeros if tau is None else tau, qdd, lam,
             AUGMENTED_SOLVE, B,
         )  # fmt: skip
-    except TypeError:  # not real numbers: the checked path explains
+    except TypeError:
         return None
     if not st > 0.0:
         return None
-    res = ForwardDynamicsDerivatives._from_buffers(qdd, lam, B, wk.all_rows)
+    out.rows, out.mu, out.method = wk.all_rows, lam, "augmented"
     if tangent:
-        _project(model, q, res, wk, True)
-    return res if out is None else _copy_into(out, res)
+        _project(model, q, out, wk, True)
+    else:  # nothing of an earlier call's projection stays on out
+        out.independent = out.dependent = out.G = out.dqdd_dy = out.dqdd_dydot = None
+    return out
 
 
 _empty = np.empty
+_new = object.__new__
 
 
 def _project(model, q, out, wk, full_rank):
