@@ -54,6 +54,7 @@ from loopdyn.kernels.numba_internals import BUF, IN, OUT2, Entry, as_input, entr
 from loopdyn.kernels.spatial import force_to_parent_at
 from loopdyn.kernels.views import handles
 from loopdyn.model.model import Model, _check_inertia
+from loopdyn.tree.algorithms import _data_ctx
 from loopdyn.tree.rnea import forward_body
 from loopdyn.validation import configuration, model_arg, scalar, vector, workspace
 
@@ -71,6 +72,22 @@ _empty = np.empty
 
 
 # --------------------------------------------------------------------------- kernels
+@njit(cache=True, inline="always")
+def _inertia_times(p, x):
+    """I x of the spatial inertia with parameters p = (m, h, Ī00, Ī01, Ī11, Ī02, Ī12, Ī22)
+    (h = m c, Ī about the origin): [Ī ω + h × u; m u + ω × h] for x = [ω; u]."""
+    m, hx, hy, hz, b00, b01, b11, b02, b12, b22 = p
+    a0, a1, a2, a3, a4, a5 = x[0], x[1], x[2], x[3], x[4], x[5]
+    return (
+        b00 * a0 + b01 * a1 + b02 * a2 - hz * a4 + hy * a5,
+        b01 * a0 + b11 * a1 + b12 * a2 + hz * a3 - hx * a5,
+        b02 * a0 + b12 * a1 + b22 * a2 - hy * a3 + hx * a4,
+        m * a3 + hz * a1 - hy * a2,
+        m * a4 - hz * a0 + hx * a2,
+        m * a5 + hy * a0 - hx * a1,
+    )
+
+
 @njit(cache=True)
 def body_regressor_column(V, A, i, p):
     """Column p of Y_i (eq. 1): the wrench f = I A + V ×* (I V) (body frame, about the
@@ -84,21 +101,9 @@ def body_regressor_column(V, A, i, p):
     b00, b01, b11 = 1.0 if p == 4 else 0.0, 1.0 if p == 5 else 0.0, 1.0 if p == 6 else 0.0
     b02, b12, b22 = 1.0 if p == 7 else 0.0, 1.0 if p == 8 else 0.0, 1.0 if p == 9 else 0.0
     w0, w1, w2, w3, w4, w5 = V[i, 0], V[i, 1], V[i, 2], V[i, 3], V[i, 4], V[i, 5]
-    a0, a1, a2, a3, a4, a5 = A[i, 0], A[i, 1], A[i, 2], A[i, 3], A[i, 4], A[i, 5]
-    # I a
-    f0 = b00 * a0 + b01 * a1 + b02 * a2 - hz * a4 + hy * a5
-    f1 = b01 * a0 + b11 * a1 + b12 * a2 + hz * a3 - hx * a5
-    f2 = b02 * a0 + b12 * a1 + b22 * a2 - hy * a3 + hx * a4
-    f3 = m * a3 + hz * a1 - hy * a2
-    f4 = m * a4 - hz * a0 + hx * a2
-    f5 = m * a5 + hy * a0 - hx * a1
-    # k = I v
-    k0 = b00 * w0 + b01 * w1 + b02 * w2 - hz * w4 + hy * w5
-    k1 = b01 * w0 + b11 * w1 + b12 * w2 + hz * w3 - hx * w5
-    k2 = b02 * w0 + b12 * w1 + b22 * w2 - hy * w3 + hx * w4
-    k3 = m * w3 + hz * w1 - hy * w2
-    k4 = m * w4 - hz * w0 + hx * w2
-    k5 = m * w5 + hy * w0 - hx * w1
+    inertia = (m, hx, hy, hz, b00, b01, b11, b02, b12, b22)
+    f0, f1, f2, f3, f4, f5 = _inertia_times(inertia, A[i])  # I a
+    k0, k1, k2, k3, k4, k5 = _inertia_times(inertia, V[i])  # k = I v
     # + v ×* k
     return (
         f0 + (w1 * k2 - w2 * k1 + w4 * k5 - w5 * k4),
@@ -233,12 +238,6 @@ def joint_torque_regressor(model, q, v, qdd, data=None):
     Y = np.empty((model.nv, 10 * model.nbodies))
     raise_status(model, REGRESSOR.call(d.ctx, q, v, qdd, Y), "q, v or qdd")
     return Y
-
-
-def _data_ctx(model, data):
-    from loopdyn.model.data import Data
-
-    return data.ctx if type(data) is Data and data.model is model else None
 
 
 @dataclass
