@@ -255,6 +255,26 @@ def test_swing_and_log_rows_off_the_manifold(name):
     check_forward(model, q, v, tau, f"{name} off the manifold")
 
 
+def test_half_turn_of_a_hinge_is_a_singularity_error():
+    """A hinge whose axes are reversed (θ = π): h = θ/sin θ and the swing rows' Jacobian
+    are undefined there, the derivative kernel says so (near it, it answers)."""
+    from loopdyn.derivatives.closed import _run, _work
+
+    b = ld.ModelBuilder("flip")
+    body = dict(mass=1.0, com=(0.0, 0.1, 0.0), inertia=np.eye(3) * 0.01)
+    b.add_body("b1", "ground", ld.Revolute((1.0, 0.0, 0.0)), **body)
+    b.add_body("b2", "b1", ld.Revolute((0.0, 1.0, 0.0)), **body)
+    b.add_frame("fa", "b2")
+    b.add_frame("fb", "ground")
+    b.add_closure("c", "fa", "fb", "revolute", axis=(0.0, 0.0, 1.0))
+    model = b.build()
+    wk, zero = _work(model), np.zeros(2)
+    B = _run(model, wk, np.array([np.pi - 1e-3, 0.0]), zero, zero, wk.all_rows, np.zeros(5), False)
+    assert np.all(np.isfinite(B))
+    with pytest.raises(ld.SingularityError, match="half-turn"):
+        _run(model, wk, np.array([np.pi, 0.0]), zero, zero, wk.all_rows, np.zeros(5), False)
+
+
 # --------------------------------------------------------------------------- inverse dynamics
 def _inverse_fd(model, q, v, qdd, act):
     def tau_of(q, v, a):
