@@ -364,3 +364,31 @@ def test_identification_example_runs():
     exact, noisy = (float(ln.split()[-1]) for ln in lines)
     assert exact < 1e-6, out.stdout
     assert noisy < 0.05, out.stdout
+
+
+@pytest.mark.parametrize(
+    "name,act",
+    [("four_bar", None), ("stewart", None), ("five_bar", "all"), ("five_bar", [0]),
+     ("closed_knee_leg", None), ("serial_arm", None)],
+)  # fmt: skip
+def test_compiled_regressor_equals_numpy(name, act):
+    """The compiled regressor (one QR for every column where [B Jᵀ] has full column
+    rank, the minimum-norm solve column by column otherwise) against the NumPy path
+    (``lstsq``): Y, Y_lam, the residual to 1e-10 relative, the same ranks and flags."""
+    from loopdyn.analysis.inverse import _indices
+    from loopdyn.analysis.regressor import _compiled_regressor, _numpy_regressor
+
+    model = closed_model(name) if name in CLOSED else ld.examples.get(name)
+    q, v, qdd = _consistent(model, np.random.default_rng(5))
+    if act is not None:
+        act = _indices(model, list(range(model.nv)) if act == "all" else act)
+    else:
+        act = model.actuated
+    a = _compiled_regressor(model, q, v, qdd, act, 1e-6, None)
+    b = _numpy_regressor(model, q, v, qdd, act, 1e-6, None)
+    assert a is not None
+    for x, y, what in ((a.Y, b.Y, "Y"), (a.Y_lam, b.Y_lam, "Y_lam"), (a.residual, b.residual, "R")):
+        assert np.abs(x - y).max(initial=0.0) <= 1e-10 * max(1.0, np.abs(y).max(initial=0.0)), what
+    assert (a.rank, a.nullity, a.unique, a.tau_unique, a.over_actuated) == (
+        b.rank, b.nullity, b.unique, b.tau_unique, b.over_actuated,
+    )  # fmt: skip

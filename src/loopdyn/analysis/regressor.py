@@ -41,16 +41,29 @@ r (independent) and the other columns, W P2 = W P1 K with K = D1⁻¹ R11⁻¹ R
 regressor (``BaseParameters``).
 """
 
+import math
 import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numba import njit, types
+from numba.extending import register_jitable
 
+from loopdyn.analysis.inverse import (
+    _ACT,
+    BAD_INPUT,
+    OK,
+    _indices,
+    _Undetermined,
+    generic_inverse,
+    non_unique_message,
+    work_size,
+)
 from loopdyn.errors import ActuationError, AssemblyError, ModelError, NonUniqueWarning
 from loopdyn.kernels.checks import STATE_BAD, STATE_OK, raise_status, state_status
 from loopdyn.kernels.joints import body_velocity, joint_pose
-from loopdyn.kernels.numba_internals import BUF, IN, OUT2, Entry, as_input, entry
+from loopdyn.kernels.linalg import min_norm_lstsq, qr_lstsq
+from loopdyn.kernels.numba_internals import BUF, IN, OUT, OUT2, Entry, as_input, block, entry
 from loopdyn.kernels.spatial import force_to_parent_at
 from loopdyn.kernels.views import handles
 from loopdyn.model.model import Model, _check_inertia
@@ -161,6 +174,80 @@ def regressor_entry(ctx, q, v, qdd, Y):
 
 
 REGRESSOR = Entry(regressor_entry, types.int64, BUF, IN, IN, IN, OUT2)
+
+
+@entry
+def closed_regressor_entry(ctx, q, v, qdd, act, closure_tol, Yt, X, R, w):
+    """Eq. (3) compiled, on a dense Data's buffer ``ctx``: ``generic_inverse`` (the closure
+    check of ``ld.inverse_dynamics`` at ``closure_tol``, A = [B Jᵀ] and its numerical rank,
+    rank J; its results in ``w[:5]``, A in ``w[5 : 5 + nv k]``), the tree regressor into
+    ``Yt`` (nv × p, ``regressor_kernel``), X = A⁺ Yt into ``X`` (k × p, k = na + m) and
+    the residual Yt - A X into ``R`` (nv × p).  A of full column rank (rank A = k, the
+    pivoted QR's cut-off of ``min_norm_lstsq``, numpy's): one Householder QR for every
+    column (``qr_lstsq``); otherwise the minimum-norm solve column by column
+    (``min_norm_lstsq``, as ``ld.inverse_dynamics``).  ``w``: ``regressor_work_size``
+    float64 (nothing is allocated).  Returns ``OK``, ``REFUSED`` (the motion violates the
+    closures) or ``BAD_INPUT`` (inputs or shapes refused)."""
+    m, d = handles(ctx)
+    nv, na = m.nv, act.shape[0]
+    k, p = na + m.nr, Yt.shape[1]
+    if not (Yt.shape[0] == nv and p == 10 * m.nb and X.shape[0] == k and X.shape[1] == p):
+        return BAD_INPUT
+    if R.shape[0] != nv or R.shape[1] != p or w.shape[0] < regressor_work_size(nv, k, p):
+        return BAD_INPUT
+    ws = work_size(nv, k)
+    st = generic_inverse(ctx, q, v, qdd, act, math.inf, closure_tol, True,
+                         block(w, ws, nv), block(w, ws + nv, m.nr), block(w, 0, ws))  # fmt: skip
+    if st != OK:
+        return st
+    regressor_kernel(m, d, q, v, qdd, Yt)
+    A = block(w, 5, (nv, k))
+    o = ws + nv + m.nr
+    F = block(w, o, (nv, k))
+    o += nv * k
+    done = False
+    if int(w[4]) == k and nv:  # full column rank (k <= nv): one QR, every column
+        C = block(w, o, (nv, p))
+        for i in range(nv):
+            for j in range(k):
+                F[i, j] = A[i, j]
+            for c in range(p):
+                C[i, c] = Yt[i, c]
+        if qr_lstsq(F, C) > 0.0:
+            for j in range(k):
+                for c in range(p):
+                    X[j, c] = C[j, c]
+            done = True
+    if not done:
+        B1, x, lsq = block(w, o, (nv, 1)), block(w, o + nv, k), block(w, o + nv + k, 3 * k)
+        for c in range(p):
+            for i in range(nv):
+                for j in range(k):
+                    F[i, j] = A[i, j]
+                B1[i, 0] = Yt[i, c]
+            for j in range(k):
+                x[j] = 0.0
+            if nv:
+                min_norm_lstsq(F, B1, x, lsq)
+            for j in range(k):
+                X[j, c] = x[j]
+    for i in range(nv):
+        for c in range(p):
+            t = Yt[i, c]
+            for j in range(k):
+                t -= A[i, j] * X[j, c]
+            R[i, c] = t
+    return OK
+
+
+@register_jitable  # Python here, compiled in the entry's check
+def regressor_work_size(nv, k, p):
+    """Float64 items of ``closed_regressor_entry``'s scratch ``w``."""
+    return work_size(nv, k) + nv + k + nv * k + max(nv * p, nv + 4 * k)
+
+
+CLOSED = Entry(closed_regressor_entry, types.float64, BUF, IN, IN, IN, _ACT, types.float64,
+               OUT2, OUT2, OUT2, OUT)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- parameters
@@ -279,15 +366,61 @@ def closed_loop_regressor(model, q, v, qdd, actuated=None, closure_tol=1e-6, dat
     there).  ``actuated``: indices into v (default ``model.actuated``).  The motion must
     satisfy the closures (J q̇ = 0, J q̈ = γ within ``closure_tol``, relative as in
     ``ld.inverse_dynamics``), else :class:`ActuationError`.  Returns a
-    :class:`ClosedLoopRegressor`."""
-    from loopdyn.analysis.inverse import _indices, _Undetermined, non_unique_message
-    from loopdyn.kinematics.closures import constraints
+    :class:`ClosedLoopRegressor`.
 
+    Compiled (``closed_regressor_entry``) on the inputs as given; what it refuses (bad
+    inputs, a motion off the closures) goes through the NumPy path below, which names
+    the culprit."""
     model_arg(model)
     closure_tol = scalar(closure_tol, "closure_tol", model, positive=True)
+    act = model.actuated if actuated is None else _indices(model, actuated)
+    out = _compiled_regressor(model, q, v, qdd, act, closure_tol, data)
+    if out is None:
+        out = _numpy_regressor(model, q, v, qdd, act, closure_tol, data)
+    if not out.tau_unique:
+        null = _Undetermined(model, act, out._A, out.rank)
+        msg = non_unique_message(model, act.size, out.rank, out.over_actuated, null)
+        warnings.warn(msg, NonUniqueWarning, stacklevel=2)
+    return out
+
+
+def _flags(model, na, k, rank, rank_j):
+    """(unique, tau_unique, over_actuated) of ``ClosedLoopRegressor`` (as
+    ``ld.inverse_dynamics``' result)."""
+    unique = rank >= k
+    return bool(unique), bool(unique or rank - rank_j >= na), bool(na > model.nv - rank_j)
+
+
+def _compiled_regressor(model, q, v, qdd, act, closure_tol, data):
+    """``closed_loop_regressor`` in one compiled call, or None where the entry refuses
+    the inputs or the motion."""
+    nv, na = model.nv, act.size
+    k, p = na + model.m, 10 * model.nbodies
+    d = workspace(model, data)
+    ctx = d.ensure_dense().ctx if model.m else d.ctx
+    size = regressor_work_size(nv, k, p)
+    w = d.__dict__.get("regressor_work")  # scratch, kept on the Data
+    if w is None or w.size < size:
+        w = d.regressor_work = np.empty(size)
+    Yt, X, R = _empty((nv, p)), _empty((k, p)), _empty((nv, p))
+    try:
+        st = CLOSED.call(ctx, q, v, qdd, act, closure_tol, Yt, X, R, w)
+    except TypeError:  # not real numbers: the NumPy path explains
+        return None
+    if st != OK:
+        return None
+    rank, rank_j = int(w[4]), int(w[3])
+    A = w[5 : 5 + nv * k].reshape(nv, k).copy()
+    return ClosedLoopRegressor(X[:na], X[na:], Yt, R, act, rank, k - rank,
+                               *_flags(model, na, k, rank, rank_j), A)  # fmt: skip
+
+
+def _numpy_regressor(model, q, v, qdd, act, closure_tol, data):
+    """``closed_loop_regressor`` with NumPy's ``lstsq``: the checks and their errors."""
+    from loopdyn.kinematics.closures import constraints
+
     Yt = joint_torque_regressor(model, q, v, qdd, data=data)  # checks q, v, qdd
     q, v, qdd = (np.asarray(x, dtype=np.float64) for x in (q, v, qdd))
-    act = model.actuated if actuated is None else _indices(model, actuated)
     na, nv, p = act.size, model.nv, Yt.shape[1]
     if model.m:
         _, J, gamma = constraints(model, q, v, data=data)
@@ -305,16 +438,8 @@ def closed_loop_regressor(model, q, v, qdd, actuated=None, closure_tol=1e-6, dat
     residual = Yt - A @ X
     # A of full column rank: J's rows (among its columns) are independent
     rank_j = model.m if rank == k else (int(np.linalg.matrix_rank(J)) if J.size else 0)
-    unique = rank >= k
-    tau_unique = unique or rank - rank_j >= na
-    over = na > nv - rank_j
-    out = ClosedLoopRegressor(X[:na], X[na:], Yt, residual, act, int(rank), k - int(rank),
-                              bool(unique), bool(tau_unique), bool(over), A)  # fmt: skip
-    if not tau_unique:
-        null = _Undetermined(model, act, A, int(rank))
-        msg = non_unique_message(model, na, int(rank), over, null)
-        warnings.warn(msg, NonUniqueWarning, stacklevel=2)
-    return out
+    return ClosedLoopRegressor(X[:na], X[na:], Yt, residual, act, int(rank), k - int(rank),
+                               *_flags(model, na, k, int(rank), rank_j), A)  # fmt: skip
 
 
 def _check_motion(model, J, gamma, v, qdd, closure_tol):
