@@ -32,7 +32,6 @@ from numba import njit, types
 
 from loopdyn.kernels.linalg import lu_inplace, lu_inverse_norm, lu_solve
 from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, entry, unliteral
-from loopdyn.kernels.views import handles
 from loopdyn.methods.common import (
     DIAG_REFINED,
     EPS,
@@ -45,7 +44,7 @@ from loopdyn.methods.common import (
     REFINE_LU_RATIO,
     SINGULAR,
     accept,
-    input_status,
+    checked_handles,
     kkt_residual,
     max_abs,
     system_terms,
@@ -191,11 +190,8 @@ def refine(m, d, tau, qdd, lam, r, scale, floor):
 @entry
 def augmented_entry(ctx, q, v, tau, qdd, lam):
     """``augmented_kernel`` on a Data's buffer, inputs checked."""
-    m, d = handles(ctx)
-    st = input_status(m, q, v, tau)
-    if st < 0.0:
-        return st
-    return augmented_kernel(m, d, q, v, tau, qdd, lam)
+    m, d, st = checked_handles(ctx, q, v, tau)
+    return st if st < 0.0 else augmented_kernel(m, d, q, v, tau, qdd, lam)
 
 
 ENTRY = Entry(augmented_entry, types.float64, BUF, IN, IN, IN, OUT, OUT)

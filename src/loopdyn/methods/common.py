@@ -12,6 +12,7 @@ from numba import njit
 
 from loopdyn.kernels.checks import STATE_BAD, STATE_NONFINITE, all_finite, state_status
 from loopdyn.kernels.numba_internals import as_input, unliteral
+from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.model.closures import COUPLING, TRANSLATION
@@ -93,6 +94,14 @@ def input_status(m, q, v, tau):
     if st == STATE_BAD:
         return BAD_INPUT
     return 0.0
+
+
+@njit(cache=True, inline="always")  # returns the handles' views (numba_internals item 1)
+def checked_handles(ctx, q, v, tau):
+    """The preamble of every method's entry: ``(m, d, status)``, the model and data
+    handles of a Data's buffer ``ctx`` and ``input_status`` of (q, v, τ) (0.0: go on)."""
+    m, d = handles(ctx)
+    return m, d, input_status(m, q, v, tau)
 
 
 @njit(cache=True, inline="always")
@@ -208,6 +217,14 @@ def accept(m, d, quality, qdd, lam, r, ascale):
             jmax = max(jmax, abs(d.J[ra, j]))
         res = max(res, abs(s))
         scale = max(scale, jmax * qmax + abs(d.gamma[ra]))
+    return check_verdict(d, quality, res, scale, qmax)
+
+
+@njit(cache=True, inline="always")
+def check_verdict(d, quality, res, scale, qmax):
+    """The end of an acceptance check (``accept``, denoc's ``loop_check``): the relative
+    residual res / scale and the acceleration scale ``qmax`` into ``d.diag``; returns
+    ``quality``, or ``INACCURATE`` above ``RESIDUAL_TOL``."""
     rel = res / scale if scale > 0.0 else res
     d.diag[DIAG_QUALITY] = quality
     d.diag[DIAG_RESIDUAL] = rel
@@ -215,6 +232,18 @@ def accept(m, d, quality, qdd, lam, r, ascale):
     if rel > RESIDUAL_TOL:
         return INACCURATE
     return quality
+
+
+@njit(cache=True)
+def subtract_rows(J, rows, r, n, x, y):
+    """y[a] -= J[rows[a], :n] · x for a < ``r``: r2 - J δη of a refinement step (SLM,
+    SSLM, recursive_lambda)."""
+    for a in range(r):
+        ra = rows[a]
+        s = y[a]
+        for j in range(n):
+            s -= J[ra, j] * x[j]
+        y[a] = s
 
 
 @njit(cache=True)

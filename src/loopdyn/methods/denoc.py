@@ -80,21 +80,18 @@ from loopdyn.kernels.numba_internals import (
     unliteral,
 )
 from loopdyn.kernels.spatial import rigid_inertia_to_parent_add
-from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods.common import (
     BAD_INPUT,
-    DIAG_ASCALE,
-    DIAG_QUALITY,
     DIAG_RESIDUAL,
     INACCURATE,
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
-    RESIDUAL_TOL,
     SINGULAR,
+    check_verdict,
+    checked_handles,
     closure_loads,
-    input_status,
     max_abs,
 )
 from loopdyn.model.closures import TRANSLATION
@@ -1488,13 +1485,7 @@ def loop_check(m, d, pb, quality, qdd, lam, ascale):
         g = gamma[rows[a]]
         res = max(res, abs(jx[a] - g))
         scale = max(scale, jr[a] * qmax + abs(g))
-    rel = res / scale if scale > 0.0 else res
-    d.diag[DIAG_QUALITY] = quality
-    d.diag[DIAG_RESIDUAL] = rel
-    d.diag[DIAG_ASCALE] = qmax
-    if rel > RESIDUAL_TOL:
-        return INACCURATE
-    return quality
+    return check_verdict(d, quality, res, scale, qmax)
 
 
 @njit(cache=True)
@@ -1703,28 +1694,21 @@ def denoc_inverse_kernel(m, d, pb, q, v, qdd, tau, lam):
 @entry
 def denoc_entry(ctx, pbuf, q, v, tau, qdd, lam):
     """``denoc_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
-    m, d = handles(ctx)
-    st = input_status(m, q, v, tau)
-    if st < 0.0:
-        return st
-    return denoc_kernel(m, d, pbuf, q, v, tau, qdd, lam)
+    m, d, st = checked_handles(ctx, q, v, tau)
+    return st if st < 0.0 else denoc_kernel(m, d, pbuf, q, v, tau, qdd, lam)
 
 
 @entry
 def inverse_entry(ctx, pbuf, q, v, qdd, tau, lam):
     """``denoc_inverse_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
-    m, d = handles(ctx)
-    st = input_status(m, q, v, qdd)
-    if st < 0.0:
-        return st
-    return denoc_inverse_kernel(m, d, pbuf, q, v, qdd, tau, lam)
+    m, d, st = checked_handles(ctx, q, v, qdd)
+    return st if st < 0.0 else denoc_inverse_kernel(m, d, pbuf, q, v, qdd, tau, lam)
 
 
 @entry
 def rates_entry(ctx, pbuf, q, v):
     """Positions and ``denoc_rates`` (kinematics only), inputs checked."""
-    m, d = handles(ctx)
-    st = input_status(m, q, v, v)
+    m, d, st = checked_handles(ctx, q, v, v)
     if st < 0.0:
         return st
     fk_kernel(m, d, q, v[:0])

@@ -61,8 +61,8 @@ from loopdyn.methods.common import (
     SINGULAR,
     DependentRows,
     ForwardDynamicsResult,
+    checked_handles,
     closure_loads,
-    input_status,
 )
 from loopdyn.tree import aba
 from loopdyn.tree.aba import aba_kernel
@@ -118,8 +118,7 @@ def tree_entry(ctx, q, v, tau, qdd, lam):
     """Forward dynamics of a tree (no closure: every method is the ABA) with a method
     entry's signature, for the compiled loops (``tree_binding``): q̈ into ``qdd``
     (``lam`` untouched), 1.0, or ``SINGULAR`` (an articulated inertia) or a status < 0."""
-    m, d = handles(ctx)
-    st = input_status(m, q, v, tau)
+    m, d, st = checked_handles(ctx, q, v, tau)
     if st < 0.0:
         return st
     if aba_kernel(m, d, q, v, tau, as_input(d.fext[:0]), qdd) != -1:

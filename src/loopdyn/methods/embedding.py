@@ -89,7 +89,7 @@ from loopdyn.methods.common import (
     SINGULAR,
     STALL_TOL,
     DependentRows,
-    input_status,
+    checked_handles,
     take_correction,
 )
 from loopdyn.model.closures import COUPLING, TRANSLATION
@@ -431,12 +431,21 @@ def factor_y1(ip, fw, s):
     LU = block(fw, a[A_LU], (r, r))
     order = ip[ip[H_ORDER] + a[A_COL] : ip[H_ORDER] + a[A_COL] + ns]
     piv = ip[ip[H_PIV] + a[A_PIV] : ip[H_PIV] + a[A_PIV] + r]
+    return factor_columns(JS, ns, order, LU, piv)
+
+
+@kernel
+def factor_columns(J, nc, dep, LU, piv):
+    """LU (partial pivoting) of Y1 = J[:, dep[:r]] into ``LU`` and ``piv`` (J r × ``nc``,
+    r = ``LU``'s order); returns min|u_ii| / max|J| (0 for a zero J).  Shared by
+    ``factor_y1`` and rcr's ``factor_loop``."""
+    r = LU.shape[0]
     big = 0.0
     for i in range(r):
-        for c in range(ns):
-            big = max(big, abs(JS[i, c]))
+        for c in range(nc):
+            big = max(big, abs(J[i, c]))
         for c in range(r):
-            LU[i, c] = JS[i, order[c]]
+            LU[i, c] = J[i, dep[c]]
     if big == 0.0:
         return 0.0
     lu_inplace(LU, r, piv)
@@ -729,6 +738,35 @@ def aggregate_outward(m, d, ip, fw, s, qdd):
 
 
 @kernel
+def member_forces(m, d, s, mem, cols, colstart, aggof, tau, rho):
+    """The joint forces of aggregated body s's members ``mem`` (base to tips), tips to
+    base: F_j = P_j a_j + z_j + Σ_{c in 𝒮} cXjᵀ F_c into ``d.F`` (RNEA on 𝒮's tree, the
+    outside children entering through P_j and z_j), and ρ = S_𝒮ᵀ F_𝒮 − τ_𝒮 into ``rho``
+    in 𝒮's column order (``cols``: 𝒮's coordinates, ``colstart[j]``: member j's first
+    position in them).  Shared by ``aggregate_multipliers`` and rcr's ``loop_multipliers``."""
+    topo, Xrel, S, A, IA, pA, F = m.topo, d.Xrel, d.S, d.A, d.IA, d.pA, d.F
+    nmem = mem.shape[0]
+    for mi in range(nmem):
+        j = mem[mi]
+        f = mat6_vec_at(IA, j, A[j, 0], A[j, 1], A[j, 2], A[j, 3], A[j, 4], A[j, 5])
+        for rr in range(6):
+            F[j, rr] = f[rr] + pA[j, rr]
+    for mi in range(nmem - 1, -1, -1):
+        j = mem[mi]
+        cs = colstart[j]
+        for kk in range(topo[j, 5]):
+            t = -tau[cols[cs + kk]]
+            for rr in range(6):
+                t += S[j, rr, kk] * F[j, rr]
+            rho[cs + kk] = t
+        lm = topo[j, 0]
+        if lm >= 0 and aggof[lm] == s:
+            g = force_to_parent_at(Xrel, j, F[j, 0], F[j, 1], F[j, 2], F[j, 3], F[j, 4], F[j, 5])
+            for rr in range(6):
+                F[lm, rr] += g[rr]
+
+
+@kernel
 def aggregate_multipliers(m, d, ip, fw, s, tau, qdd, lam):
     """Multipliers of aggregated body s's rows into ``lam`` (positions in ``d.rows``), and
     the relative residual of J_𝒮 θ̈_𝒮 = γ_𝒮 on those rows (the acceptance check).
@@ -740,7 +778,6 @@ def aggregate_multipliers(m, d, ip, fw, s, tau, qdd, lam):
     |J_𝒮| max(|θ̈_𝒮|, a) + |γ_𝒮|, a the size of the accelerations combined
     (``aggregate_outward``).
     """
-    topo, Xrel, S, A, IA, pA, F = m.topo, d.Xrel, d.S, d.A, d.IA, d.pA, d.F
     a = ip[ip[H_AGG] + s * NAGG : ip[H_AGG] + (s + 1) * NAGG]
     nmem, ns, r = a[A_NMEM], a[A_NS], a[A_R]
     if r == 0:
@@ -770,25 +807,7 @@ def aggregate_multipliers(m, d, ip, fw, s, tau, qdd, lam):
             jmax = max(jmax, abs(JS[i, col]))
         res = max(res, abs(t))
         scale = max(scale, jmax * qmax + abs(gS[i]))
-    # member joint forces, tips to base within 𝒮
-    for mi in range(nmem):
-        j = mem[mi]
-        f = mat6_vec_at(IA, j, A[j, 0], A[j, 1], A[j, 2], A[j, 3], A[j, 4], A[j, 5])
-        for rr in range(6):
-            F[j, rr] = f[rr] + pA[j, rr]
-    for mi in range(nmem - 1, -1, -1):
-        j = mem[mi]
-        cs = colstart[j]
-        for kk in range(topo[j, 5]):
-            t = -tau[cols[cs + kk]]
-            for rr in range(6):
-                t += S[j, rr, kk] * F[j, rr]
-            rho[cs + kk] = t
-        lm = topo[j, 0]
-        if lm >= 0 and aggof[lm] == s:
-            g = force_to_parent_at(Xrel, j, F[j, 0], F[j, 1], F[j, 2], F[j, 3], F[j, 4], F[j, 5])
-            for rr in range(6):
-                F[lm, rr] += g[rr]
+    member_forces(m, d, s, mem, cols, colstart, aggof, tau, rho)
     # Y1ᵀ λ = ρ[dep]
     y = rho[ns:]
     for i in range(r):
@@ -1093,40 +1112,68 @@ def refine(m, d, ip, fw, tau, qdd, lam, scale):
     is checked again: above ``EOM_TOL`` (into ``d.diag[DIAG_EOM]``) or diverging
     corrections return -1 (the runner falls back, or raises with the residual).
     Returns the steps taken.  Workspace: ``d.phi`` (r1), ``d.x`` (δq̈), ``d.lam`` (δλ)."""
-    nv, nb, r = m.nv, m.nb, d.nrows
-    rows, gamma, C, g = d.rows, d.gamma, d.C, m.gravity
-    r1, dq, dl, keep_c, keep_g = d.phi, d.x, d.lam[:r], d.fext, d.tauc
-    prev = 0.0
-    steps = MAX_REFINE
+    r = d.nrows
+    rows, gamma, keep_g = d.rows, d.gamma, d.tauc
+    r1, dq, dl = d.phi, d.x, d.lam[:r]
+    code, prev = REFINE_GO_ON, 0.0
     for step in range(MAX_REFINE):
         eom_residual(m, d, ip, fw, tau, qdd, lam, r1)
         # the correction solve: no velocity products, no gravity, J δq̈ = 0
-        for i in range(nb):
-            for rr in range(6):
-                keep_c[i, rr] = C[i, rr]
-                C[i, rr] = 0.0
         for a in range(r):
             keep_g[a] = gamma[rows[a]]
             gamma[rows[a]] = 0.0
-        g0, g1, g2 = g[0], g[1], g[2]
-        g[0] = g[1] = g[2] = 0.0
+        g0, g1, g2 = hold_bias(m, d)
         # r1 typed as the entry's τ (as_input): one compiled articulated_pass, not two
         st, _, _ = articulated_pass(m, d, ip, fw, as_input(r1), dq, dl, unliteral(False))
-        g[0], g[1], g[2] = g0, g1, g2
         for a in range(r):
             gamma[rows[a]] = keep_g[a]
-        for i in range(nb):
-            for rr in range(6):
-                C[i, rr] = keep_c[i, rr]
-        if st < 0.0:
-            return -1
-        code, prev = take_correction(d, step, prev, scale, nv, r, dq, dl, qdd, lam, STALL_TOL)
-        if code == -1:
-            return -1
+        restore_bias(m, d, g0, g1, g2)
+        code, prev = take_step(d, st, step, prev, scale, dq, dl, qdd, lam)
         if code != REFINE_GO_ON:
-            steps = code
             break
-    res = eom_residual(m, d, ip, fw, tau, qdd, lam, r1)
+    return -1 if code < 0 else eom_verdict(d, eom_residual(m, d, ip, fw, tau, qdd, lam, r1), code)
+
+
+@kernel
+def hold_bias(m, d):
+    """Before a refinement's correction solve (embedding's, rcr's): the velocity products
+    ``d.C`` held in ``d.fext`` and zeroed, gravity zeroed; returns gravity (g0, g1, g2)
+    for ``restore_bias``."""
+    C, keep_c, g = d.C, d.fext, m.gravity
+    for i in range(m.nb):
+        for rr in range(6):
+            keep_c[i, rr] = C[i, rr]
+            C[i, rr] = 0.0
+    g0, g1, g2 = g[0], g[1], g[2]
+    g[0] = g[1] = g[2] = 0.0
+    return g0, g1, g2
+
+
+@kernel
+def restore_bias(m, d, g0, g1, g2):
+    """After the correction solve: gravity and ``d.C`` as ``hold_bias`` found them."""
+    C, keep_c, g = d.C, d.fext, m.gravity
+    g[0], g[1], g[2] = g0, g1, g2
+    for i in range(m.nb):
+        for rr in range(6):
+            C[i, rr] = keep_c[i, rr]
+
+
+@njit(cache=True, inline="always")
+def take_step(d, st, step, prev, scale, dq, dl, qdd, lam):
+    """``take_correction`` after a correction solve that returned status ``st``: (-1, prev)
+    if that solve failed."""
+    if st < 0.0:
+        return -1, prev
+    return take_correction(
+        d, step, prev, scale, dq.shape[0], dl.shape[0], dq, dl, qdd, lam, STALL_TOL
+    )
+
+
+@njit(cache=True, inline="always")
+def eom_verdict(d, res, steps):
+    """The end of a refinement (embedding's, rcr's): the residual of the equations of motion
+    ``res`` into ``d.diag[DIAG_EOM]``; ``steps`` if it is at most ``EOM_TOL``, else -1."""
     d.diag[DIAG_EOM] = res
     if not res <= EOM_TOL:
         return -1
@@ -1163,8 +1210,7 @@ def verdict(m, d, quality, rel, ascale, qdd, lam):
 @entry
 def embedding_entry(ctx, pbuf, q, v, tau, qdd, lam):
     """``embedding_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
-    m, d = handles(ctx)
-    st = input_status(m, q, v, tau)
+    m, d, st = checked_handles(ctx, q, v, tau)
     if st < 0.0:
         return st
     ip, fw = plan_views(pbuf)

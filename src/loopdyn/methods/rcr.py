@@ -65,7 +65,7 @@ import numpy as np
 from numba import njit, types
 
 from loopdyn.errors import ModelError, SingularityError
-from loopdyn.kernels.linalg import lu_inplace, lu_inverse_norm_exact, lu_solve_transpose
+from loopdyn.kernels.linalg import lu_inverse_norm_exact, lu_solve_transpose
 from loopdyn.kernels.numba_internals import (
     BUF,
     IN,
@@ -76,8 +76,6 @@ from loopdyn.kernels.numba_internals import (
     entry,
     unliteral,
 )
-from loopdyn.kernels.spatial import force_to_parent_at, mat6_vec_at
-from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods import embedding as E
@@ -87,19 +85,16 @@ from loopdyn.methods.common import (
     DIAG_QUALITY,
     DIAG_REFINED,
     DIAG_RESIDUAL,
-    EOM_TOL,
     INACCURATE,
     MAX_REFINE,
     REFINE_GO_ON,
     RESIDUAL_TOL,
     SINGULAR,
-    STALL_TOL,
     DependentRows,
-    input_status,
-    take_correction,
+    checked_handles,
 )
 from loopdyn.model.closures import COUPLING, TRANSLATION
-from loopdyn.topology.aggregation import structure
+from loopdyn.topology.aggregation import coordinate_names, structure
 
 kernel = entry  # compiled like entries: no allocation, no reference counting
 
@@ -195,7 +190,7 @@ class RcrPlan:
             loops = self._premerge(model, loops, self.merges)
             ind = None if chosen is None else {c for c, vc in enumerate(vcols) if vc in chosen}
             if ind is not None:
-                coords = _coordinate_names(model)
+                coords = coordinate_names(model)
                 need = local - sum(len(lp["rows"]) for lp in loops)
                 onpath = {c for lp in loops for c in lp["path"]}
                 listed = ind & onpath
@@ -599,19 +594,7 @@ def factor_loop(ip, fw, b):
     LU = block(fw, bt[B_LU], (mb, mb))
     cand = ip[ip[R_CAND] + bt[B_CAND] : ip[R_CAND] + bt[B_CAND] + bt[B_NU]]
     piv = ip[ip[R_PIV] + bt[B_PIV] : ip[R_PIV] + bt[B_PIV] + mb]
-    big = 0.0
-    for i in range(mb):
-        for p in range(npth):
-            big = max(big, abs(J[i, p]))
-        for c in range(mb):
-            LU[i, c] = J[i, cand[nind + c]]
-    if big == 0.0:
-        return 0.0
-    lu_inplace(LU, mb, piv)
-    small = 1e300
-    for i in range(mb):
-        small = min(small, abs(LU[i, i]))
-    return small / big
+    return E.factor_columns(J, npth, cand[nind:], LU, piv)
 
 
 @kernel
@@ -790,7 +773,6 @@ def loop_multipliers(m, d, ip, fw, s, tau, qdd, lam):
     coordinates (those fixed by earlier loops).  The residual is relative to
     |J_i| max(|θ̈_i|, a) + |γ_i|, a the size of the accelerations combined.
     """
-    topo, Xrel, S, A, IA, pA, F = m.topo, d.Xrel, d.S, d.A, d.IA, d.pA, d.F
     a = ip[ip[E.H_AGG] + s * E.NAGG : ip[E.H_AGG] + (s + 1) * E.NAGG]
     nmem, ns = a[E.A_NMEM], a[E.A_NS]
     aggb = ip[ip[R_AGGB] : ip[R_AGGB] + ip[E.H_NA] + 1]
@@ -799,25 +781,8 @@ def loop_multipliers(m, d, ip, fw, s, tau, qdd, lam):
     aggof = ip[ip[E.H_AGGOF] : ip[E.H_AGGOF] + ip[E.H_NB]]
     colstart = ip[ip[E.H_COLSTART] : ip[E.H_COLSTART] + ip[E.H_NB]]
     rho = block(fw, ip[R_RHO], m.nv)
-    # member joint forces, tips to base within 𝒮, and ρ = Sᵀ F − τ
-    for mi in range(nmem):
-        j = mem[mi]
-        f = mat6_vec_at(IA, j, A[j, 0], A[j, 1], A[j, 2], A[j, 3], A[j, 4], A[j, 5])
-        for rr in range(6):
-            F[j, rr] = f[rr] + pA[j, rr]
-    for mi in range(nmem - 1, -1, -1):
-        j = mem[mi]
-        cs = colstart[j]
-        for kk in range(topo[j, 5]):
-            t = -tau[cols[cs + kk]]
-            for rr in range(6):
-                t += S[j, rr, kk] * F[j, rr]
-            rho[cols[cs + kk]] = t
-        lm = topo[j, 0]
-        if lm >= 0 and aggof[lm] == s:
-            g = force_to_parent_at(Xrel, j, F[j, 0], F[j, 1], F[j, 2], F[j, 3], F[j, 4], F[j, 5])
-            for rr in range(6):
-                F[lm, rr] += g[rr]
+    # member joint forces, tips to base within 𝒮, and ρ = Sᵀ F − τ (𝒮's column order)
+    E.member_forces(m, d, s, mem, cols, colstart, aggof, tau, rho)
     qscale = fw[a[E.A_SC]]
     res = 0.0
     scale = 0.0
@@ -849,7 +814,7 @@ def loop_multipliers(m, d, ip, fw, s, tau, qdd, lam):
             scale = max(scale, jmax * qmax + abs(g[i]))
         # Y1ᵀ λ_i = ρ[dep]
         for jx in range(mb):
-            y[jx] = rho[cols[path[cand[nind + jx]]]]
+            y[jx] = rho[path[cand[nind + jx]]]
         lu_solve_transpose(LU, mb, piv, y)
         for i in range(mb):
             lam[lpos[i]] = y[i]
@@ -858,7 +823,7 @@ def loop_multipliers(m, d, ip, fw, s, tau, qdd, lam):
                 t = 0.0
                 for i in range(mb):
                     t += J[i, p] * y[i]
-                rho[cols[path[p]]] -= t
+                rho[path[p]] -= t
     return res / scale if scale > 0.0 else res
 
 
@@ -1000,45 +965,24 @@ def refine(m, d, ip, fw, tau, qdd, lam, scale):
     ``d.diag[DIAG_EOM]``) or diverging corrections return -1 (the runner falls back, or
     raises with the residual).  Returns the steps taken.  Workspace: ``d.phi`` (r1),
     ``d.x`` (δq̈), ``d.lam`` (δλ)."""
-    nv, nb, r = m.nv, m.nb, d.nrows
-    C, g = d.C, m.gravity
-    r1, dq, dl, keep_c = d.phi, d.x, d.lam[:r], d.fext
-    prev = 0.0
-    steps = MAX_REFINE
+    r1, dq, dl = d.phi, d.x, d.lam[: d.nrows]
+    code, prev = REFINE_GO_ON, 0.0
     for step in range(MAX_REFINE):
         eom_residual(m, d, ip, fw, tau, qdd, lam, r1)
-        for i in range(nb):
-            for rr in range(6):
-                keep_c[i, rr] = C[i, rr]
-                C[i, rr] = 0.0
-        g0, g1, g2 = g[0], g[1], g[2]
-        g[0] = g[1] = g[2] = 0.0
+        g0, g1, g2 = E.hold_bias(m, d)
         # r1 typed as the entry's τ (as_input): one compiled recursion, not two
         st, _, _ = recursion(m, d, ip, fw, as_input(r1), dq, dl, unliteral(False))
-        g[0], g[1], g[2] = g0, g1, g2
-        for i in range(nb):
-            for rr in range(6):
-                C[i, rr] = keep_c[i, rr]
-        if st < 0.0:
-            return -1
-        code, prev = take_correction(d, step, prev, scale, nv, r, dq, dl, qdd, lam, STALL_TOL)
-        if code == -1:
-            return -1
+        E.restore_bias(m, d, g0, g1, g2)
+        code, prev = E.take_step(d, st, step, prev, scale, dq, dl, qdd, lam)
         if code != REFINE_GO_ON:
-            steps = code
             break
-    res = eom_residual(m, d, ip, fw, tau, qdd, lam, r1)
-    d.diag[DIAG_EOM] = res
-    if not res <= EOM_TOL:
-        return -1
-    return steps
+    return -1 if code < 0 else E.eom_verdict(d, eom_residual(m, d, ip, fw, tau, qdd, lam, r1), code)
 
 
 @entry
 def rcr_entry(ctx, pbuf, q, v, tau, qdd, lam):
     """``rcr_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
-    m, d = handles(ctx)
-    st = input_status(m, q, v, tau)
+    m, d, st = checked_handles(ctx, q, v, tau)
     if st < 0.0:
         return st
     ip, fw = E.plan_views(pbuf)
@@ -1162,22 +1106,13 @@ def explain(model, d, q=None, v=None, tau=None, independent=None, also=""):
     cand = plan.ip[plan.ip[R_CAND] + bt[B_CAND] : plan.ip[R_CAND] + bt[B_CAND] + bt[B_NU]]
     Y1 = J[:, cand[int(bt[B_NIND]) :]]
     cond = np.linalg.cond(Y1) if Y1.size else np.inf
-    coords = _coordinate_names(model)
+    coords = coordinate_names(model)
     raise SingularityError(
         f"{model.name}: RCR loop {', '.join(names)}: no well-conditioned choice of its "
         f"{mb} dependent coordinates among {', '.join(coords[path[p]] for p in cand)} "
         f"(condition number of Y1 {cond:.3g}): a singular configuration of the loop"
         + (f"; {also}" if also else "; use method='augmented' or move away from it")
     )
-
-
-def _coordinate_names(model):
-    """Names of the v coordinates: the joint name, with [c] for multi-coordinate joints."""
-    out = []
-    for i, j in enumerate(model.joint_names):
-        n = int(model.topo[i, 5])
-        out.extend([j] if n == 1 else [f"{j}[{c}]" for c in range(n)])
-    return out
 
 
 __all__ = ["ENTRY", "RcrPlan", "bind", "explain", "independent_columns", "plan_for", "replan"]

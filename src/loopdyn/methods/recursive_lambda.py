@@ -33,9 +33,8 @@ correction is at rounding level.
 
 from numba import njit, types
 
-from loopdyn.kernels.linalg import backward_subst_t, cholesky_inplace, forward_subst
+from loopdyn.kernels.linalg import cholesky_inplace, cholesky_solve
 from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, as_input, entry, unliteral
-from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods.common import (
@@ -50,9 +49,10 @@ from loopdyn.methods.common import (
     STALL_TOL,
     aba_pivot_ratio,
     accept,
-    input_status,
+    checked_handles,
     kkt_residual,
     max_abs,
+    subtract_rows,
     take_correction,
 )
 from loopdyn.tree.aba import aba_from_kinematics, aba_resolve
@@ -98,8 +98,7 @@ def recursive_lambda_kernel(m, d, q, v, tau, qdd, lam):
     if not ratio > PIVOT_TOL:
         d.diag[0] = ratio
         return SINGULAR
-    forward_subst(JZ, r, lam)
-    backward_subst_t(JZ, r, lam)
+    cholesky_solve(JZ, r, lam)
     # q̈ = η + ζ λ (13)
     for j in range(nv):
         s = qdd[j]
@@ -126,14 +125,8 @@ def refine(m, d, tau, qdd, lam, r, scale):
         kkt_residual(m, d, tau, qdd, lam, r, r1, dl)
         d.fext[:, :] = 0.0
         aba_resolve(m, d, d.fext, r1, dq)
-        for a in range(r):
-            ra = rows[a]
-            s = dl[a]
-            for j in range(nv):
-                s -= J[ra, j] * dq[j]
-            dl[a] = s
-        forward_subst(JZ, r, dl)
-        backward_subst_t(JZ, r, dl)
+        subtract_rows(J, rows, r, nv, dq, dl)  # r2 - J δη
+        cholesky_solve(JZ, r, dl)
         for j in range(nv):
             s = dq[j]
             for a in range(r):
@@ -148,11 +141,8 @@ def refine(m, d, tau, qdd, lam, r, scale):
 @entry
 def recursive_lambda_entry(ctx, q, v, tau, qdd, lam):
     """``recursive_lambda_kernel`` on a Data's buffer, inputs checked."""
-    m, d = handles(ctx)
-    st = input_status(m, q, v, tau)
-    if st < 0.0:
-        return st
-    return recursive_lambda_kernel(m, d, q, v, tau, qdd, lam)
+    m, d, st = checked_handles(ctx, q, v, tau)
+    return st if st < 0.0 else recursive_lambda_kernel(m, d, q, v, tau, qdd, lam)
 
 
 ENTRY = Entry(recursive_lambda_entry, types.float64, BUF, IN, IN, IN, OUT, OUT)

@@ -19,7 +19,6 @@ from numba import njit, types
 
 from loopdyn.kernels.linalg import backward_subst_t, cholesky_inplace, cholesky_solve, forward_subst
 from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, entry, unliteral
-from loopdyn.kernels.views import handles
 from loopdyn.methods.common import (
     DIAG_REFINED,
     INACCURATE,
@@ -30,9 +29,10 @@ from loopdyn.methods.common import (
     SINGULAR,
     STALL_TOL,
     accept,
-    input_status,
+    checked_handles,
     kkt_residual,
     max_abs,
+    subtract_rows,
     system_terms,
     take_correction,
 )
@@ -88,14 +88,8 @@ def refine(m, d, tau, qdd, lam, r, scale):
         for j in range(n):
             dq[j] = r1[j]
         cholesky_solve(M, n, dq)
-        for a in range(r):
-            ra = rows[a]
-            s = dl[a]
-            for j in range(n):
-                s -= J[ra, j] * dq[j]
-            dl[a] = s
-        forward_subst(Sm, r, dl)
-        backward_subst_t(Sm, r, dl)
+        subtract_rows(J, rows, r, n, dq, dl)  # r2 - J δη
+        cholesky_solve(Sm, r, dl)
         for j in range(n):
             s = 0.0
             for a in range(r):
@@ -147,19 +141,15 @@ def slm_multipliers(M, J, phi, gamma, rows, Y, Sm, x, lam):
     ratio = cholesky_inplace(Sm, r)
     if not ratio > PIVOT_TOL:
         return ratio
-    forward_subst(Sm, r, lam)
-    backward_subst_t(Sm, r, lam)
+    cholesky_solve(Sm, r, lam)
     return min(ratio, ratio_m)
 
 
 @entry
 def slm_entry(ctx, q, v, tau, qdd, lam):
     """``slm_kernel`` on a Data's buffer, inputs checked."""
-    m, d = handles(ctx)
-    st = input_status(m, q, v, tau)
-    if st < 0.0:
-        return st
-    return slm_kernel(m, d, q, v, tau, qdd, lam)
+    m, d, st = checked_handles(ctx, q, v, tau)
+    return st if st < 0.0 else slm_kernel(m, d, q, v, tau, qdd, lam)
 
 
 ENTRY = Entry(slm_entry, types.float64, BUF, IN, IN, IN, OUT, OUT)

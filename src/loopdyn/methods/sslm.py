@@ -60,10 +60,11 @@ from loopdyn.methods.common import (
     SINGULAR,
     STALL_TOL,
     accept,
+    checked_handles,
     closure_loads,
-    input_status,
     kkt_residual,
     max_abs,
+    subtract_rows,
     system_terms,
     take_correction,
 )
@@ -1016,12 +1017,7 @@ def refine(m, d, ip, fw, tau, qdd, lam, r, scale):
         for j in range(n):
             dq[j] = r1[j]
         subsystem_solve(ip, fw, dq)
-        for a in range(r):
-            ra = rows[a]
-            s = dl[a]
-            for j in range(n):
-                s -= J[ra, j] * dq[j]
-            dl[a] = s
+        subtract_rows(J, rows, r, n, dq, dl)  # r2 - J δη
         for t in range(r):
             fw[fpsi + t] = dl[ip[olout + t]]
         gicm_resolve(ip, fw)
@@ -1045,8 +1041,7 @@ def refine(m, d, ip, fw, tau, qdd, lam, r, scale):
 @entry
 def sslm_entry(ctx, pbuf, q, v, tau, qdd, lam):
     """``sslm_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
-    m, d = handles(ctx)
-    st = input_status(m, q, v, tau)
+    m, d, st = checked_handles(ctx, q, v, tau)
     if st < 0.0:
         return st
     ip, fw = plan_views(pbuf)
@@ -1086,8 +1081,7 @@ def _aba_subsystems(m, d, ip, q, v, tau, fext, qdd, bad):
 @entry
 def subsystems_entry(ctx, pbuf, q, v, tau, lam, parallel, qdd, bad):
     """λ's loads at q, then every subsystem's ABA (``subsystem_accelerations``)."""
-    m, d = handles(ctx)
-    st = input_status(m, q, v, tau)
+    m, d, st = checked_handles(ctx, q, v, tau)
     if st < 0.0:
         return st
     ip, _ = plan_views(pbuf)

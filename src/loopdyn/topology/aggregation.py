@@ -261,7 +261,7 @@ class Aggregation:
 
     def __init__(self, model, cut_edges, bodies, aggregate_of, graph, tree, aggregated, dof):
         self.model_name = model.name
-        self._coord_names = _coordinate_names(model)
+        self._coord_names = coordinate_names(model)
         self._body_names = model.body_names
         self.cut_edges = cut_edges
         self.bodies = bodies
@@ -299,7 +299,8 @@ class Aggregation:
     __repr__ = __str__
 
 
-def _coordinate_names(model):
+def coordinate_names(model):
+    """Names of the v coordinates: the joint name, with [c] for multi-coordinate joints."""
     out = []
     for i, j in enumerate(model.joint_names):
         n = int(model.topo[i, 5])
