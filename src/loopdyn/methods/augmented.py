@@ -28,10 +28,10 @@ correction is at rounding level; corrections that grow return ``INACCURATE``.
 
 import math
 
-from numba import njit, types
+from numba import njit
 
 from loopdyn.kernels.linalg import lu_inplace, lu_inverse_norm, lu_solve
-from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, entry, unliteral
+from loopdyn.kernels.numba_internals import unliteral
 from loopdyn.methods.common import (
     DIAG_REFINED,
     EPS,
@@ -47,6 +47,7 @@ from loopdyn.methods.common import (
     checked_handles,
     kkt_residual,
     max_abs,
+    method_entry,
     system_terms,
     take_correction,
 )
@@ -187,11 +188,10 @@ def refine(m, d, tau, qdd, lam, r, scale, floor):
     return MAX_REFINE
 
 
-@entry
 def augmented_entry(ctx, q, v, tau, qdd, lam):
     """``augmented_kernel`` on a Data's buffer, inputs checked."""
     m, d, st = checked_handles(ctx, q, v, tau)
     return st if st < 0.0 else augmented_kernel(m, d, q, v, tau, qdd, lam)
 
 
-ENTRY = Entry(augmented_entry, types.float64, BUF, IN, IN, IN, OUT, OUT)
+ENTRY = method_entry(augmented_entry)

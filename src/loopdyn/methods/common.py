@@ -8,10 +8,19 @@ buffers are not a result and the runner falls back or raises.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from loopdyn.kernels.checks import STATE_BAD, STATE_NONFINITE, all_finite, state_status
-from loopdyn.kernels.numba_internals import as_input, unliteral
+from loopdyn.kernels.numba_internals import (
+    _DENSE,
+    _PLANNED,
+    Entry,
+    as_input,
+    block,
+    block_int,
+    entry,
+    unliteral,
+)
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
@@ -26,6 +35,48 @@ NONFINITE_INPUT = -3.0  # q, v or tau holds NaN/inf
 BAD_INPUT = -4.0  # a wrong length or a zero quaternion (explained by the checked path)
 INACCURATE = -5.0  # J q̈ = γ does not hold to RESIDUAL_TOL: the elimination lost accuracy
 PIVOT_TOL = 1e-14
+
+
+def method_entry(fn, planned=False):
+    """A method's entry: ``fn`` compiled as an ``entry`` (cached, no reference counting)
+    for ``(ctx, q, v, tau, qdd, lam)``, or with ``planned`` ``(ctx, pbuf, q, v, tau, qdd,
+    lam)``, -> status (float64), as an ``Entry``: the two signatures the batches and the
+    compiled simulation call through (``call_at`` / ``call_at_planned``; denoc's inverse
+    entry has the planned one too)."""
+    return Entry(entry(fn), types.float64, *(_PLANNED if planned else _DENSE))
+
+
+def plan_buffer(nint, nflt):
+    """A plan's one float64 buffer for its kernels, [len(ip) | ip (``nint`` int64) | fw
+    (``nflt`` floats, at least 1)]: ``(buf, ip, fw)``, ip and fw views of buf (what
+    ``plan_views`` carves from it in compiled code)."""
+    buf = np.zeros(1 + nint + max(nflt, 1))
+    buf[:1].view(np.int64)[0] = nint
+    return buf, buf[1 : 1 + nint].view(np.int64), buf[1 + nint :]
+
+
+def pack_int_plan(sections, nhead, nflt):
+    """A ``plan_buffer`` whose int plan holds a header of ``nhead`` entries, then the
+    arrays of ``sections`` ((header slot, int array) pairs) one after the other, the
+    offset of each in its header slot (embedding's and rcr's plans).  Returns
+    ``(buf, ip, fw, offsets)``, ``offsets`` by header slot."""
+    sections = [(h, np.asarray(a, dtype=np.int64).reshape(-1)) for h, a in sections]
+    offsets, o = {}, nhead
+    for h, a in sections:
+        offsets[h] = o
+        o += a.size
+    buf, ip, fw = plan_buffer(o, nflt)
+    for h, a in sections:
+        ip[h] = offsets[h]
+        ip[offsets[h] : offsets[h] + a.size] = a
+    return buf, ip, fw, offsets
+
+
+@njit(cache=True, inline="always")  # returns views: see numba_internals item 1
+def plan_views(pbuf):
+    """(ip, fw): the int plan and the float workspace in a plan's buffer (``plan_buffer``)."""
+    n = block_int(pbuf, 0, 1)[0]
+    return block_int(pbuf, 1, n), block(pbuf, 1 + n, pbuf.shape[0] - 1 - n)
 
 
 class DependentRows(ValueError):
@@ -102,6 +153,15 @@ def checked_handles(ctx, q, v, tau):
     handles of a Data's buffer ``ctx`` and ``input_status`` of (q, v, τ) (0.0: go on)."""
     m, d = handles(ctx)
     return m, d, input_status(m, q, v, tau)
+
+
+@njit(cache=True, inline="always")  # returns the plan's views (numba_internals item 1)
+def checked_plan(ctx, pbuf, q, v, tau):
+    """``checked_handles`` of a planned method's entry, with its plan's ``(ip, fw)``
+    (``plan_views``): ``(m, d, ip, fw, status)``."""
+    m, d, st = checked_handles(ctx, q, v, tau)
+    ip, fw = plan_views(pbuf)
+    return m, d, ip, fw, st
 
 
 @njit(cache=True, inline="always")

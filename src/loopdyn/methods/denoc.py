@@ -35,9 +35,19 @@ the method's plan buffer ``pb``, see ``DenocPlan``; no allocation; the paper's s
 - ``backward_pass``:  IDA-1/2 (21)–(23) and, for forward dynamics, FDA-1/2 (28)–(33)
 - ``generalized_inertia``: FDA-2/3: the GIM I = Nᵀ M N (30)–(34)
 - ``transmitted_wrenches``, ``fit_multipliers``: the closure multipliers λ from the
-  wrench each leg transmits through its cut joint (not in the paper, see below)
-- ``loop_product``, ``loop_check``: J x and the acceptance check J q̈ = γ, loop by loop
+  wrench each leg transmits through its cut joint (not in the paper, see below), and
+- ``loop_product``, ``loop_check``: J x and the acceptance check J q̈ = γ, loop by loop,
+  both in ``denoc_multipliers``
 - ``denoc_kernel`` (forward dynamics), ``denoc_inverse_kernel`` (inverse dynamics).
+
+Layout.  This module is the algorithm, in the paper's order, and its public calls
+(``bind``, ``run``, ``inverse``, ``complete_rates``, ``inverse_terms``, the inspection
+classes); its plumbing is beside it: ``denoc_plan`` (tolerances and status codes, the
+plan buffer ``pb`` and its tables, the error messages) and ``denoc_multipliers`` (λ and
+the acceptance checks).  It stays above 1,000 lines because the paper's steps are
+unrolled over 6-vectors (``backward_pass``, ``leg_rates``: the small products in
+registers, not in loops over arrays, set DeNOC's per-call time) and its public calls
+share its entries.
 
 λ.  DeNOC eliminates the multipliers; they are recovered afterwards, in O(columns):
 along leg l the wrench T_j a joint transmits (base side on platform side) is
@@ -60,7 +70,6 @@ from functools import partial
 import numpy as np
 from numba import njit, types
 
-from loopdyn.errors import ModelError, SingularityError
 from loopdyn.kernels.checks import all_finite
 from loopdyn.kernels.linalg import (
     cholesky_inverse_trace6,
@@ -71,11 +80,8 @@ from loopdyn.kernels.linalg import (
 from loopdyn.kernels.numba_internals import (
     BUF,
     IN,
-    OUT,
     Entry,
     as_input,
-    block,
-    block_int,
     entry,
     unliteral,
 )
@@ -84,225 +90,123 @@ from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods.common import (
     BAD_INPUT,
-    DIAG_RESIDUAL,
     INACCURATE,
     NONFINITE_INPUT,
     NONFINITE_OUTPUT,
     SINGULAR,
-    check_verdict,
     checked_handles,
-    closure_loads,
     max_abs,
+    method_entry,
 )
-from loopdyn.model.closures import TRANSLATION
-from loopdyn.topology.parallel import ON_BASE, ON_PLATFORM, OTHER_METHODS, parallel_structure
-from loopdyn.tree.rnea import rnea_from_kinematics
+from loopdyn.methods.denoc_multipliers import (
+    force_residual,
+    loop_check,
+    loop_product,
+    multipliers,
+    row_wrenches,
+    velocity_estimate,
+)
+from loopdyn.methods.denoc_plan import (
+    _A0S,
+    _AC,
+    _AE,
+    _AFTER,
+    _ARATE,
+    _B,
+    _B2,
+    _BADCOL,
+    _BSLOT,
+    _C0,
+    _C1,
+    _CAX,
+    _CERR,
+    _CLOSED,
+    _COL,
+    _DC,
+    _DG,
+    _DINV,
+    _DMIN,
+    _E,
+    _G0,
+    _G1,
+    _GG,
+    _IG,
+    _IGG,
+    _INFO,
+    _IV,
+    _JR,
+    _JT,
+    _JX,
+    _K,
+    _L7,
+    _LC,
+    _LCOND,
+    _LEG,
+    _LG,
+    _MS,
+    _OBJ,
+    _PHI,
+    _PP,
+    _PT,
+    _R7,
+    _RATE,
+    _RES2,
+    _RESINF,
+    _RM,
+    _ROT,
+    _S,
+    _SIDE,
+    _SIGN,
+    _SLOT,
+    _SLOTCOL,
+    _SUB,
+    _SW,
+    _T1,
+    _TE,
+    _TH,
+    _THDD,
+    _TW,
+    _TYPE,
+    _UA,
+    _VEC,
+    _VEST,
+    _WBAR,
+    _WHY,
+    _WS,
+    _XI,
+    _XJ,
+    _XX,
+    _Y,
+    CHECK_TOL,
+    DELTA_TOL,
+    FORCE_TOL,
+    GIM_TOL,
+    PHI_TOL,
+    PIVOT_TOL,
+    VELOCITY_TOL,
+    WHY_FORCES,
+    WHY_GIM,
+    WHY_LAMBDA,
+    WHY_LEG,
+    WHY_PHI,
+    WHY_VELOCITY,
+    _explain,
+    _f1,
+    _f2,
+    _f3,
+    _head,
+    _i1,
+    _i2,
+    _sym_add,
+    _sym_store,
+    _trace6,
+    apply_phi,
+    layout,
+    leg_wrench_sweep,
+    plan_for,
+)
+from loopdyn.topology.parallel import ON_BASE, ON_PLATFORM
 from loopdyn.validation import configuration, vector, workspace
-
-# relative size of δ_i (sin² of the angle between s_i and the later unactuated twists)
-# below which a leg's unactuated joints count as dependent (a singularity of the leg):
-# the leg's rates amplify the rounding of its twists by up to 1/δ_i, so far below this
-# DeNOC's q̈ is off where the dense solve is still exact (the census of
-# ``tests/parallel_mechanisms.py``: 2e-4 relative at δ_i = 2e-12)
-DELTA_TOL = 1e-10
-# the multiplier fits' Cholesky pivot ratio below which they are singular
-PIVOT_TOL = 1e-13
-# DeNOC's accuracy limits (``docs/denoc.md``, "Exact or error"): the actuated joints are a
-# poor chart of the motion where Φ of (14a) or the GIM of (25) is ill-conditioned, even
-# where the mechanism itself is regular (a parallel singularity of the actuators, or
-# nearly dependent joints on a leg); the solves and the rate maps there lose up to
-# eps · cond, which the acceptance check J q̈ = γ cannot see (the error lies along the
-# motion).  Measured on random parallel mechanisms: q̈ off by up to 7 eps cond(Φ)
-# (2.2e-8 at cond 1.4e7) and 2.5 eps / ρ_I (1/ρ_I 1.3e7: 5.5e-9; 8e9: 3.6e-7), ρ_I the
-# smallest ratio of a GIM Cholesky pivot to its diagonal entry (the conditioning of I
-# up to the scaling of its coordinates, i.e. up to mass ratios, which cost nothing)
-PHI_TOL = 1e-6  # 1 / (tr Φ · tr Φ⁻¹) (cond₂(Φ) <= tr Φ · tr Φ⁻¹ <= 36 cond₂(Φ))
-GIM_TOL = 1e-6  # ρ_I
-# below this quality (the smallest of the ratios above, the multiplier fits' ρ and the
-# smallest δ_i/|s_i|²) or this conditioning of the multipliers' recovery (``info[_LCOND]``:
-# a direct fit not kept, a nearly serial-singular leg) the equations of motion with λ are
-# checked too, by two RNEA passes (``force_residual``)
-CHECK_TOL = 1e-6
-# ... to this relative residual |M q̈ + h - τ - Jᵀλ|∞ / (|M q̈ + h|∞ + |Jᵀλ|∞ + |τ|∞): an
-# exact answer leaves rounding (~1e-15); a multiplier fit through a nearly serial-singular
-# leg (|g|²/|s_k|² = 2e-10) left 2.9e-8 of λ at a residual of 1e-9
-FORCE_TOL = 1e-9
-# ... and the velocity: DeNOC reads only the actuated rates of v and completes the others
-# by (11b)/(12b); where they differ from the given ones by dv, q̈ differs by up to
-# ~2 |r|₁ dv / |v| of the acceleration scale (|r|₁ the largest 1-norm of a rate map:
-# the velocity products move with the rates), which must stay below this
-VELOCITY_TOL = 1e-8
-# pivots of Σ_l P_l (a sum of orthogonal projectors: eigenvalues 0 or ≥ ~1) below
-# this, relative to its largest diagonal entry, are its null space
-NULL_TOL = 1e-9
-# why a kernel returned SINGULAR or INACCURATE (``info[_WHY]``; 0: the loop check)
-WHY_LEG, WHY_PHI, WHY_GIM, WHY_LAMBDA, WHY_VELOCITY, WHY_FORCES = 1, 2, 3, 4, 5, 6
-# the world position of frame B's origin in the closure workspace ``d.cw[k]``
-# (``loopdyn.kinematics.closures``)
-_CW_PB = 7
-
-# columns of the leg table (L, 10): first and end column, actuated column (-1: none),
-# closes on the ground, the leg's closure (-1: none) with its first and last column
-# and the sign of its columns, the position of its first independent row in ``d.rows``
-# and their number
-_C0, _C1, _K, _CLOSED, _CL, _G0L, _G1L, _SIG, _A0, _P = range(10)
-# columns of the column table (C, 11)
-_TYPE, _OBJ, _SUB, _SIGN, _IV, _AFTER, _G0, _G1, _SLOT, _SIDE, _ROT = range(11)
-# rows of the small-vector scratch ``vec`` (8, 6)
-_TE, _AE, _WBAR, _Y, _Z, _T1, _T2, _E = range(8)
-# entries of ``info``: the failing column, why, the inverse dynamics' diagnostics, the
-# smallest δ_i/|s_i|² of the legs, the forward kernel's velocity estimate and the
-# conditioning of the multipliers' recovery (``multipliers``)
-_BADCOL, _WHY, _RES2, _B2, _CERR, _RESINF, _DMIN, _VEST, _LCOND = range(9)
-
-# ------------------------------------------------------------------ the plan buffer
-# pb = [header (int64) | section offsets (int64) | int sections | float sections]
-# header: L, C, NS, n, platform body, the leg the platform hangs from (-1), r, and 1 if
-# every cut leg has at least as many tree columns as rows (``cut_multipliers``)
-_HEAD = 8
-_INT_SECTIONS = ("leg", "col", "bslot", "slotcol")
-_FLOAT_SECTIONS = (
-    "cax", "s", "pt", "dinv", "rate", "arate", "tw", "ac", "b", "Phi", "Lc", "JT", "xi",
-    "vec", "Ms", "ws", "R7", "l7", "P", "rm", "Ig", "Lg", "XJ", "X", "th", "thdd",
-    "ua", "info", "g", "T", "Wc", "bk", "zr", "jx", "jr", "dc", "dg", "dz", "ig", "a0", "sw",
-)  # fmt: skip
-_SECTIONS = _INT_SECTIONS + _FLOAT_SECTIONS
-(
-    _LEG, _COL, _BSLOT, _SLOTCOL, _CAX, _S, _PT, _DINV, _RATE, _ARATE, _TW, _AC, _B, _PHI, _LC,
-    _JT, _XI, _VEC, _MS, _WS, _R7, _L7, _PP, _RM, _IG, _LG, _XJ, _XX, _TH, _THDD, _UA,
-    _INFO, _GG, _TT, _WC, _BK, _ZR, _JX, _JR, _DC, _DG, _DZ, _IGG, _A0S, _SW,
-) = range(len(_SECTIONS))  # fmt: skip
-
-
-def _float_shapes(L, C, NS, n, r):
-    return {
-        "cax": (C, 3), "s": (C, 6), "pt": (C, 6), "dinv": (C,), "rate": (C,), "arate": (C,),
-        "tw": (C, 6), "ac": (C, 6), "b": (C, 6), "Phi": (6, 6), "Lc": (6, 6), "JT": (n, 6),
-        "xi": (L, 6), "vec": (8, 6), "Ms": (NS + 1, 6, 6), "ws": (NS + 1, 6), "R7": (L, 7, 7),
-        "l7": (L, 7), "P": (6, 6), "rm": (C, 7), "Ig": (n, n), "Lg": (n, n),
-        "XJ": (n, 6), "X": (6, 6), "th": (n,), "thdd": (n,), "ua": (n,), "info": (9,),
-        "g": (L, 6), "T": (L, 6), "Wc": (L, 6), "bk": (L,), "zr": (r, 6), "jx": (r,),
-        "jr": (r,), "dc": (6,), "dg": (n,), "dz": (6,), "ig": (L,), "a0": (NS + 1, 6), "sw": (C,),
-    }  # fmt: skip
-
-
-@njit(cache=True, inline="always")
-def _head(pb):
-    """The plan's header: L, C, NS, n, platform body, hanger leg, r, direct-λ flag."""
-    return block_int(pb, 0, _HEAD)
-
-
-@njit(cache=True, inline="always")
-def _bounds(pb, s):
-    o = block_int(pb, _HEAD + s, 2)
-    return o[0], o[1]
-
-
-@njit(cache=True, inline="always")
-def _i1(pb, s):
-    o0, o1 = _bounds(pb, s)
-    return block_int(pb, o0, o1 - o0)
-
-
-@njit(cache=True, inline="always")
-def _i2(pb, s, w):
-    o0, o1 = _bounds(pb, s)
-    return block_int(pb, o0, ((o1 - o0) // w, w))
-
-
-@njit(cache=True, inline="always")
-def _f1(pb, s):
-    o0, o1 = _bounds(pb, s)
-    return block(pb, o0, o1 - o0)
-
-
-@njit(cache=True, inline="always")
-def _f2(pb, s, w):
-    o0, o1 = _bounds(pb, s)
-    return block(pb, o0, ((o1 - o0) // w, w))
-
-
-@njit(cache=True, inline="always")
-def _f3(pb, s, a, w):
-    o0, o1 = _bounds(pb, s)
-    return block(pb, o0, ((o1 - o0) // (a * w), a, w))
-
-
-# ------------------------------------------------------------------ small solves
-@njit(cache=True, inline="always")
-def _trace6(A):
-    return A[0, 0] + A[1, 1] + A[2, 2] + A[3, 3] + A[4, 4] + A[5, 5]
-
-
-@njit(cache=True, inline="always")
-def _sym_add(P, a, x0, x1, x2, x3, x4, x5):
-    """P + a x xᵀ for a symmetric 6×6 P held as the 21-tuple of its upper triangle (row
-    by row): kept in registers, where the same update on a section of the plan buffer
-    would reload and store every entry (the sections may alias)."""
-    return (
-        P[0] + a * x0 * x0,
-        P[1] + a * x0 * x1,
-        P[2] + a * x0 * x2,
-        P[3] + a * x0 * x3,
-        P[4] + a * x0 * x4,
-        P[5] + a * x0 * x5,
-        P[6] + a * x1 * x1,
-        P[7] + a * x1 * x2,
-        P[8] + a * x1 * x3,
-        P[9] + a * x1 * x4,
-        P[10] + a * x1 * x5,
-        P[11] + a * x2 * x2,
-        P[12] + a * x2 * x3,
-        P[13] + a * x2 * x4,
-        P[14] + a * x2 * x5,
-        P[15] + a * x3 * x3,
-        P[16] + a * x3 * x4,
-        P[17] + a * x3 * x5,
-        P[18] + a * x4 * x4,
-        P[19] + a * x4 * x5,
-        P[20] + a * x5 * x5,
-    )
-
-
-@njit(cache=True, inline="always")
-def _sym_store(A, P):
-    """A (6×6) ← the symmetric matrix of the 21-tuple P (``_sym_add``), static indices."""
-    A[0, 0] = P[0]
-    A[0, 1] = P[1]
-    A[1, 0] = P[1]
-    A[0, 2] = P[2]
-    A[2, 0] = P[2]
-    A[0, 3] = P[3]
-    A[3, 0] = P[3]
-    A[0, 4] = P[4]
-    A[4, 0] = P[4]
-    A[0, 5] = P[5]
-    A[5, 0] = P[5]
-    A[1, 1] = P[6]
-    A[1, 2] = P[7]
-    A[2, 1] = P[7]
-    A[1, 3] = P[8]
-    A[3, 1] = P[8]
-    A[1, 4] = P[9]
-    A[4, 1] = P[9]
-    A[1, 5] = P[10]
-    A[5, 1] = P[10]
-    A[2, 2] = P[11]
-    A[2, 3] = P[12]
-    A[3, 2] = P[12]
-    A[2, 4] = P[13]
-    A[4, 2] = P[13]
-    A[2, 5] = P[14]
-    A[5, 2] = P[14]
-    A[3, 3] = P[15]
-    A[3, 4] = P[16]
-    A[4, 3] = P[16]
-    A[3, 5] = P[17]
-    A[5, 3] = P[17]
-    A[4, 4] = P[18]
-    A[4, 5] = P[19]
-    A[5, 4] = P[19]
-    A[5, 5] = P[20]
 
 
 # --------------------------------------------------------------------------- kinematics
@@ -362,27 +266,6 @@ def joint_twists(m, d, pb):
         s[c, 3] = g * (u0 + w1 * d2 - w2 * d1)
         s[c, 4] = g * (u1 + w2 * d0 - w0 * d2)
         s[c, 5] = g * (u2 + w0 * d1 - w1 * d0)
-
-
-@njit(cache=True, inline="always")
-def apply_phi(c0, c1, k, i0, pt, dinv, x):
-    """x ← Φ_{i0} x, Φ_{i0} the projector of eq. (11d)/(12d) removing the unactuated twists of
-    columns i0 … c1-1: the product Π_j (1 - p̃_j p̃_jᵀ/δ_j) of the leg's orthogonal p̃_j
-    (j = c1-1 … i0, j ≠ k), applied factor by factor (modified Gram–Schmidt)."""
-    # x in registers during the product (x may be a row of pt's own buffer)
-    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
-    for j in range(c1 - 1, i0 - 1, -1):
-        if j == k:
-            continue
-        p0, p1, p2, p3, p4, p5 = pt[j, 0], pt[j, 1], pt[j, 2], pt[j, 3], pt[j, 4], pt[j, 5]
-        c = (p0 * x0 + p1 * x1 + p2 * x2 + p3 * x3 + p4 * x4 + p5 * x5) * dinv[j]
-        x0 -= c * p0
-        x1 -= c * p1
-        x2 -= c * p2
-        x3 -= c * p3
-        x4 -= c * p4
-        x5 -= c * p5
-    x[0], x[1], x[2], x[3], x[4], x[5] = x0, x1, x2, x3, x4, x5
 
 
 @njit(cache=True)
@@ -888,12 +771,12 @@ def backward_pass(pb, tau, want_gim):
     Cost O(m²) per leg (m ≤ 7 columns) plus O(bodies).
     """
     leg, col, s, rm = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _RM, 7)
-    ws, Ms, l7, R7, P = (
-        _f2(pb, _WS, 6), _f3(pb, _MS, 6, 6), _f2(pb, _L7, 7), _f3(pb, _R7, 7, 7), _f2(pb, _PP, 6)
+    sw, Ms, l7, R7, P = (
+        _f1(pb, _SW), _f3(pb, _MS, 6, 6), _f2(pb, _L7, 7), _f3(pb, _R7, 7, 7), _f2(pb, _PP, 6)
     )  # fmt: skip
+    leg_wrench_sweep(pb)  # s_iᵀ W_{≥i} of every column
     for l in range(leg.shape[0]):
         c0, c1 = leg[l, _C0], leg[l, _C1]
-        w0 = w1 = w2 = w3 = w4 = w5 = 0.0  # W_{≥i}
         g0 = g1 = g2 = g3 = g4 = g5 = g6 = 0.0  # l7
         started = False  # a leg body met (M̂ is zero before)
         if want_gim:
@@ -902,15 +785,8 @@ def backward_pass(pb, tau, want_gim):
                     R7[l, r, c] = 0.0
         for i in range(c1 - 1, c0 - 1, -1):
             sl = col[i, _SLOT]
-            if sl >= 0:
-                w0 += ws[sl, 0]
-                w1 += ws[sl, 1]
-                w2 += ws[sl, 2]
-                w3 += ws[sl, 3]
-                w4 += ws[sl, 4]
-                w5 += ws[sl, 5]
             s0, s1, s2, s3, s4, s5 = s[i, 0], s[i, 1], s[i, 2], s[i, 3], s[i, 4], s[i, 5]
-            f = s0 * w0 + s1 * w1 + s2 * w2 + s3 * w3 + s4 * w4 + s5 * w5
+            f = sw[i]  # s_iᵀ W_{≥i}
             if col[i, _IV] >= 0:
                 f -= tau[col[i, _IV]]
             g0 += rm[i, 0] * f
@@ -1087,474 +963,6 @@ def generalized_inertia(pb):
             Ig[b, a] = x
 
 
-# ------------------------------------------------------------------ closure multipliers
-@njit(cache=True)
-def row_wrenches(m, d, pb):
-    """ζ_a (r, 6): the unit wrench about E, world axes, of independent row a on body B.
-
-    A translation row's multiplier is a force along u (world) at B's origin p_B:
-    ζ = [(p_B - E) × u; u]; a rotation row's a moment about n: ζ = [n; 0]
-    (``loopdyn.kinematics.closures``).  Row a's velocity constraint is ζ_aᵀ(t_B - t_A).
-    Needs ``closure_terms`` (``d.rw``, ``d.cw``) and E.
-    """
-    zr, E = _f2(pb, _ZR, 6), _f2(pb, _VEC, 6)[_E]
-    rows, rw, cw, row_int = d.rows, d.rw, d.cw, m.row_int
-    for a in range(rows.shape[0]):
-        ra = rows[a]
-        if row_int[ra, 1] == TRANSLATION:
-            u = rw[ra, 0]
-            P = cw[row_int[ra, 0], _CW_PB]
-            d0, d1, d2 = P[0] - E[0], P[1] - E[1], P[2] - E[2]
-            zr[a, 0] = d1 * u[2] - d2 * u[1]
-            zr[a, 1] = d2 * u[0] - d0 * u[2]
-            zr[a, 2] = d0 * u[1] - d1 * u[0]
-            zr[a, 3] = u[0]
-            zr[a, 4] = u[1]
-            zr[a, 5] = u[2]
-        else:
-            nw = rw[ra, 2]
-            for c in range(3):
-                zr[a, c] = nw[c]
-                zr[a, 3 + c] = 0.0
-
-
-@njit(cache=True)
-def _psd_solve(A, x, di):
-    """x ← a solution y of A y = x for a symmetric positive semi-definite 6×6 A and a
-    consistent x: Cholesky in place, columns whose pivot is below ``NULL_TOL`` times the
-    largest diagonal entry taken as null (their y entries 0).  ``di`` (6): scratch for
-    the inverse pivots (0 on the null columns)."""
-    dmax = 0.0
-    for j in range(6):
-        dmax = max(dmax, A[j, j])
-    tol = NULL_TOL * dmax
-    for j in range(6):
-        s = A[j, j]
-        for c in range(j):
-            s -= A[j, c] * A[j, c]
-        if not s > tol:
-            for r in range(j, 6):
-                A[r, j] = 0.0
-            di[j] = 0.0
-            continue
-        dj = s**0.5
-        A[j, j] = dj
-        inv = 1.0 / dj
-        di[j] = inv
-        for r in range(j + 1, 6):
-            t = A[r, j]
-            for c in range(j):
-                t -= A[r, c] * A[j, c]
-            A[r, j] = t * inv
-    for j in range(6):
-        s = x[j]
-        for c in range(j):
-            s -= A[j, c] * x[c]
-        x[j] = s * di[j] if di[j] != 0.0 else 0.0
-    for j in range(5, -1, -1):
-        s = x[j]
-        for r in range(j + 1, 6):
-            s -= A[r, j] * x[r]
-        x[j] = s * di[j] if di[j] != 0.0 else 0.0
-
-
-@njit(cache=True)
-def transmitted_wrenches(pb, tau):
-    """T[l]: the wrench leg l transmits through its cut joint (base side on platform side,
-    about E), from the body wrenches ``ws`` of the current accelerations and the joint
-    forces ``tau`` (nv).  See the module docstring: per leg the backward sweep gives
-    T0 on the span of the leg's columns (c_i = b_i - s_iᵀA, A += p̃_i c_i/δ_i with
-    b_i = τ_i - s_iᵀW_{≥i}; the actuated column by β = (b_k - s_kᵀA)/|g|², g = Φ_2 s_k);
-    the platform's balance fixes the part in range(P_l).  Returns the smallest
-    |g|²/|s_k|² of the actuated legs reaching the platform (1.0 if none): small, the
-    actuated twist nearly lies in the span of the leg's others (a serial singularity),
-    where the part of T_end along g is poorly determined; at most ``DELTA_TOL``, g is
-    dropped and that part is left to the platform's balance."""
-    h = _head(pb)
-    leg, col, s, pt = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _PT, 6)
-    dinv, ws, G, T = _f1(pb, _DINV), _f2(pb, _WS, 6), _f2(pb, _GG, 6), _f2(pb, _TT, 6)
-    Wc, bk, vec, Phi, A6 = (
-        _f2(pb, _WC, 6), _f1(pb, _BK), _f2(pb, _VEC, 6), _f2(pb, _PHI, 6), _f2(pb, _PP, 6)
-    )  # fmt: skip
-    L = leg.shape[0]
-    gmin = 1.0
-    # Σ_l P_l ≠ 0 only if a leg reaching the platform has fewer than six independent
-    # columns (P_l projects onto the wrenches its columns do not span)
-    need = False
-    for l in range(L):
-        c0, c1, k, g1 = leg[l, _C0], leg[l, _C1], leg[l, _K], leg[l, _G1L]
-        if leg[l, _CLOSED] == 0 and (c1 - c0 < 6 or k < 0):
-            need = True
-        w0 = w1 = w2 = w3 = w4 = w5 = 0.0  # W: the bodies beyond the current joint
-        a0 = a1 = a2 = a3 = a4 = a5 = 0.0  # A = Σ p̃_j c_j / δ_j
-        for i in range(c1 - 1, c0 - 1, -1):
-            sl = col[i, _SLOT]
-            if sl >= 0:
-                w0 += ws[sl, 0]
-                w1 += ws[sl, 1]
-                w2 += ws[sl, 2]
-                w3 += ws[sl, 3]
-                w4 += ws[sl, 4]
-                w5 += ws[sl, 5]
-            if i == g1:
-                Wc[l, 0], Wc[l, 1], Wc[l, 2] = w0, w1, w2
-                Wc[l, 3], Wc[l, 4], Wc[l, 5] = w3, w4, w5
-            iv = col[i, _IV]
-            bi = tau[iv] if iv >= 0 else 0.0
-            bi -= (
-                s[i, 0] * w0 + s[i, 1] * w1 + s[i, 2] * w2 + s[i, 3] * w3 + s[i, 4] * w4
-                + s[i, 5] * w5
-            )  # fmt: skip
-            if i == k:
-                bk[l] = bi
-                continue
-            ci = (
-                bi
-                - (
-                    s[i, 0] * a0 + s[i, 1] * a1 + s[i, 2] * a2 + s[i, 3] * a3 + s[i, 4] * a4
-                    + s[i, 5] * a5
-                )
-            ) * dinv[i]  # fmt: skip
-            a0 += pt[i, 0] * ci
-            a1 += pt[i, 1] * ci
-            a2 += pt[i, 2] * ci
-            a3 += pt[i, 3] * ci
-            a4 += pt[i, 4] * ci
-            a5 += pt[i, 5] * ci
-        T[l, 0], T[l, 1], T[l, 2], T[l, 3], T[l, 4], T[l, 5] = a0, a1, a2, a3, a4, a5
-        if k >= 0 and leg[l, _CLOSED] == 0:
-            gg = 0.0
-            sa = 0.0
-            for r in range(6):
-                gg += G[l, r] * G[l, r]
-                sa += s[k, r] * T[l, r]
-            ss = 0.0
-            for r in range(6):
-                ss += s[k, r] * s[k, r]
-            gmin = min(gmin, gg / ss)
-            if gg > DELTA_TOL * ss:
-                beta = (bk[l] - sa) / gg
-                for r in range(6):
-                    T[l, r] += beta * G[l, r]
-            else:
-                G[l, :] = 0.0  # the actuated twist lies in the span of the others
-                need = True
-    if h[4] >= 0 and need:
-        # the platform: Σ_l T_end⁽ˡ⁾ = w_e; (Σ_l P_l) y = w_e - Σ_l T0⁽ˡ⁾, μ_l = P_l y
-        NS = ws.shape[0] - 1
-        y = vec[_T1]
-        for r in range(6):
-            y[r] = ws[NS, r]
-            for c in range(6):
-                A6[r, c] = Phi[r, c]
-        for l in range(L):
-            if leg[l, _CLOSED] == 1:
-                continue
-            for r in range(6):
-                y[r] -= T[l, r]
-            gg = _gnorm2(G, l) if leg[l, _K] >= 0 else 0.0
-            if gg > 0.0:
-                igg = 1.0 / gg
-                for r in range(6):
-                    a = G[l, r] * igg
-                    for c in range(6):
-                        A6[r, c] -= a * G[l, c]
-        _psd_solve(A6, y, _f1(pb, _DZ))
-        z = vec[_T2]
-        for l in range(L):
-            if leg[l, _CLOSED] == 1 or leg[l, _CL] < 0:
-                continue
-            for r in range(6):
-                z[r] = y[r]
-            k = leg[l, _K]
-            apply_phi(leg[l, _C0], leg[l, _C1], k, leg[l, _C0], pt, dinv, z)
-            if k >= 0:
-                gg = _gnorm2(G, l)
-                if gg > 0.0:
-                    gy = 0.0
-                    for r in range(6):
-                        gy += G[l, r] * y[r]
-                    gy /= gg
-                    for r in range(6):
-                        z[r] -= G[l, r] * gy
-            for r in range(6):
-                T[l, r] += z[r]
-    # the wrench through the cut joint: T_g = T_end + W_{>g}
-    for l in range(L):
-        if leg[l, _CL] >= 0:
-            for r in range(6):
-                T[l, r] += Wc[l, r]
-    return gmin
-
-
-@njit(cache=True, inline="always")
-def _gnorm2(G, l):
-    return (
-        G[l, 0] * G[l, 0] + G[l, 1] * G[l, 1] + G[l, 2] * G[l, 2] + G[l, 3] * G[l, 3]
-        + G[l, 4] * G[l, 4] + G[l, 5] * G[l, 5]
-    )  # fmt: skip
-
-
-@njit(cache=True)
-def fit_multipliers(pb, lam):
-    """λ of each closure's independent rows from its transmitted wrench: Σ_r λ_r ζ_r = σ T_g
-    (σ = +1 when the leg crosses the closure from frame A to frame B), least squares
-    over the closure's p ≤ 6 rows (Cholesky of ZᵀZ).  Returns the smallest pivot ratio
-    (1.0 without rows; 0.0: a closure's row wrenches are dependent)."""
-    leg, zr, T = _i2(pb, _LEG, 10), _f2(pb, _ZR, 6), _f2(pb, _TT, 6)
-    N, rhs, dz = _f2(pb, _XX, 6), _f2(pb, _VEC, 6)[_T1], _f1(pb, _DZ)
-    ratio = 1.0
-    for l in range(leg.shape[0]):
-        a0, p = leg[l, _A0], leg[l, _P]
-        if p == 0:
-            continue
-        sig = float(leg[l, _SIG])
-        for i in range(p):
-            x = 0.0
-            for r in range(6):
-                x += zr[a0 + i, r] * T[l, r]
-            rhs[i] = sig * x
-            for j in range(i + 1):
-                x = 0.0
-                for r in range(6):
-                    x += zr[a0 + i, r] * zr[a0 + j, r]
-                N[i, j] = x
-        rt = cholesky_scaled(N, p, dz)
-        if not rt > PIVOT_TOL:
-            return 0.0
-        ratio = min(ratio, rt)
-        cholesky_solve_scaled(N, p, dz, rhs)
-        for i in range(p):
-            lam[a0 + i] = rhs[i]
-    return ratio
-
-
-@njit(cache=True)
-def cut_multipliers(pb, tau, lam):
-    """λ of each closure's independent rows from the joint forces of its leg's tree
-    columns alone (the plans whose every cut leg has at least as many tree columns as
-    rows, ``_head(pb)[7]``: the Stewart platform, the planar mechanisms).
-
-    Every column of leg l satisfies s_iᵀ T_i = τ_i with T_i = T_g + W_{≥i} - W_{>g}
-    (module docstring: T_g the wrench through the cut joint, W the leg's body wrenches),
-    and T_g = σ Σ_r λ_r ζ_r, so each tree column gives one equation
-    σ s_iᵀ Z λ = τ_i - s_iᵀ (W_{≥i} - W_{>g}); λ is their least-squares solution
-    (Cholesky of AᵀA, exact when the leg's block of J has full column rank) — no
-    platform balance and no fit of T_g.  Returns the smallest pivot ratio (0.0: a
-    block is rank deficient at this configuration: use the general
-    ``transmitted_wrenches`` and ``fit_multipliers``).
-    """
-    leg, col, s, zr = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _ZR, 6)
-    ws, Wc, sw = _f2(pb, _WS, 6), _f2(pb, _WC, 6), _f1(pb, _SW)
-    N, rhs, dz, a = _f2(pb, _XX, 6), _f2(pb, _VEC, 6)[_T1], _f1(pb, _DZ), _f2(pb, _VEC, 6)[_T2]
-    ratio = 1.0
-    for l in range(leg.shape[0]):
-        a0, p = leg[l, _A0], leg[l, _P]
-        if p == 0:
-            continue
-        c0, c1, g1 = leg[l, _C0], leg[l, _C1], leg[l, _G1L]
-        sig = float(leg[l, _SIG])
-        w0 = w1 = w2 = w3 = w4 = w5 = 0.0
-        for i in range(c1 - 1, c0 - 1, -1):
-            sl = col[i, _SLOT]
-            if sl >= 0:
-                w0 += ws[sl, 0]
-                w1 += ws[sl, 1]
-                w2 += ws[sl, 2]
-                w3 += ws[sl, 3]
-                w4 += ws[sl, 4]
-                w5 += ws[sl, 5]
-            if i == g1:
-                Wc[l, 0], Wc[l, 1], Wc[l, 2] = w0, w1, w2
-                Wc[l, 3], Wc[l, 4], Wc[l, 5] = w3, w4, w5
-            sw[i] = (
-                s[i, 0] * w0 + s[i, 1] * w1 + s[i, 2] * w2 + s[i, 3] * w3 + s[i, 4] * w4
-                + s[i, 5] * w5
-            )  # fmt: skip
-        for r in range(p):
-            rhs[r] = 0.0
-            for c in range(r + 1):
-                N[r, c] = 0.0
-        for i in range(c0, c1):
-            iv = col[i, _IV]
-            if iv < 0:
-                continue
-            b = (
-                tau[iv] - sw[i] + s[i, 0] * Wc[l, 0] + s[i, 1] * Wc[l, 1] + s[i, 2] * Wc[l, 2]
-                + s[i, 3] * Wc[l, 3] + s[i, 4] * Wc[l, 4] + s[i, 5] * Wc[l, 5]
-            )  # fmt: skip
-            for r in range(p):
-                z = zr[a0 + r]
-                a[r] = sig * (
-                    s[i, 0] * z[0] + s[i, 1] * z[1] + s[i, 2] * z[2] + s[i, 3] * z[3]
-                    + s[i, 4] * z[4] + s[i, 5] * z[5]
-                )  # fmt: skip
-            for r in range(p):
-                rhs[r] += a[r] * b
-                for c in range(r + 1):
-                    N[r, c] += a[r] * a[c]
-        rt = cholesky_scaled(N, p, dz)
-        if not rt > PIVOT_TOL:
-            return 0.0
-        ratio = min(ratio, rt)
-        cholesky_solve_scaled(N, p, dz, rhs)
-        for r in range(p):
-            lam[a0 + r] = rhs[r]
-    return ratio
-
-
-@njit(cache=True, inline="always")  # small, over a large subtree (docs/architecture.md)
-def multipliers(pb, tau, lam):
-    """λ from the body wrenches ``ws`` at the final accelerations and the joint forces
-    ``tau``: ``cut_multipliers`` where the plan allows it and the legs' blocks are
-    regular, else ``transmitted_wrenches`` and ``fit_multipliers``.  Returns the
-    smallest pivot ratio (0.0: the row wrenches are dependent).  ``info[_LCOND]``: a
-    measure of the conditioning of the recovery, the direct fit's pivot ratio where it
-    was not kept and the smallest |g|²/|s_k|² of ``transmitted_wrenches`` (1.0 if
-    neither); below ``CHECK_TOL`` the kernel checks the equations of motion with λ."""
-    info = _f1(pb, _INFO)
-    info[_LCOND] = 1.0
-    ratio = 1.0
-    if _head(pb)[7] == 1:
-        ratio = cut_multipliers(pb, tau, lam)
-        # its normal equations square the conditioning of the legs' blocks: below
-        # CHECK_TOL the general fit, whose own pivots are those of the closures' rows
-        if ratio > CHECK_TOL:
-            return ratio
-    info[_LCOND] = min(ratio, transmitted_wrenches(pb, tau))
-    return fit_multipliers(pb, lam)
-
-
-@njit(cache=True)
-def loop_product(pb, x, out, jr):
-    """out[a] = J_a x for every independent row a, and jr[a] = |J_a|∞, loop by loop.
-
-    Row a of closure k on leg l: J_a x = σ ζ_aᵀ (Σ_{hanger columns} s_c x_c -
-    Σ_{tree columns of leg l} s_c x_c) (the twist of the platform side minus that of
-    the base side of the cut joint; no hanger term for a leg closing on the ground),
-    the entries of J on the loop's coordinates only.
-    """
-    h = _head(pb)
-    leg, col, s, zr = _i2(pb, _LEG, 10), _i2(pb, _COL, 11), _f2(pb, _S, 6), _f2(pb, _ZR, 6)
-    hg = h[5]
-    for l in range(leg.shape[0]):
-        a0, p = leg[l, _A0], leg[l, _P]
-        sig = float(leg[l, _SIG])
-        up = leg[l, _CLOSED] == 0 and hg >= 0
-        for a in range(a0, a0 + p):
-            z0, z1, z2, z3, z4, z5 = zr[a, 0], zr[a, 1], zr[a, 2], zr[a, 3], zr[a, 4], zr[a, 5]
-            acc = 0.0
-            jm = 0.0
-            if up:
-                for c in range(leg[hg, _C0], leg[hg, _C1]):
-                    val = (
-                        z0 * s[c, 0] + z1 * s[c, 1] + z2 * s[c, 2] + z3 * s[c, 3]
-                        + z4 * s[c, 4] + z5 * s[c, 5]
-                    )  # fmt: skip
-                    acc += val * x[col[c, _IV]]
-                    jm = max(jm, abs(val))
-            for c in range(leg[l, _C0], leg[l, _C1]):
-                iv = col[c, _IV]
-                if iv < 0:
-                    continue
-                val = (
-                    z0 * s[c, 0] + z1 * s[c, 1] + z2 * s[c, 2] + z3 * s[c, 3] + z4 * s[c, 4]
-                    + z5 * s[c, 5]
-                )  # fmt: skip
-                acc -= val * x[iv]
-                jm = max(jm, abs(val))
-            out[a] = sig * acc
-            jr[a] = jm
-
-
-@njit(cache=True)
-def loop_check(m, d, pb, quality, qdd, lam, ascale):
-    """``methods.common.accept`` on the loops' rows: ``quality`` if q̈ and λ are finite and
-    |J q̈ - γ|∞ <= RESIDUAL_TOL (|J|∞ max(|q̈|∞, a) + |γ|∞) over the independent rows,
-    J q̈ by ``loop_product`` (no dense J); else ``NONFINITE_OUTPUT`` or ``INACCURATE``."""
-    r = d.nrows
-    if not (all_finite(qdd) and all_finite(lam[:r])):
-        return NONFINITE_OUTPUT
-    jx, jr = _f1(pb, _JX), _f1(pb, _JR)
-    loop_product(pb, as_input(qdd), jx, jr)
-    qmax = max(ascale, max_abs(qdd))
-    res = 0.0
-    scale = 0.0
-    gamma, rows = d.gamma, d.rows
-    for a in range(r):
-        g = gamma[rows[a]]
-        res = max(res, abs(jx[a] - g))
-        scale = max(scale, jr[a] * qmax + abs(g))
-    return check_verdict(d, quality, res, scale, qmax)
-
-
-@njit(cache=True)
-def force_residual(m, d, pb, qdd, tau, lam):
-    """The equations of motion with the multipliers: M q̈ + h - τ - Jᵀλ, by two RNEA passes
-    (without and with the closure loads of λ, ``methods.common.closure_loads``).
-
-    Needs the tree's velocities (``fk_kernel`` with v); overwrites ``d.A``.  Writes to
-    ``info``: the residual's 2-norm and ∞-norm and the 2-norm of M q̈ + h; returns
-    the ∞-norm scale |M q̈ + h|∞ + |Jᵀλ|∞ + |τ|∞.
-    """
-    info, x, tauc = _f1(pb, _INFO), d.x, d.tauc
-    n = m.nv
-    fx = as_input(d.fext)
-    rnea_from_kinematics(m, d, qdd, as_input(d.fext[:0]), x)
-    b2 = 0.0
-    bmax = 0.0
-    for j in range(n):
-        b2 += x[j] * x[j]
-        bmax = max(bmax, abs(x[j]))
-    # Jᵀλ = (M q̈ + h) - rnea(q̈, closure loads) + couplings' joint forces
-    for j in range(n):
-        d.phi[j] = x[j]
-    closure_loads(m, d, d.rows, lam, d.fext, tauc)
-    rnea_from_kinematics(m, d, qdd, fx, x)
-    r2 = 0.0
-    rinf = 0.0
-    jmax = 0.0
-    tmax = 0.0
-    for j in range(n):
-        jl = d.phi[j] - x[j] + tauc[j]
-        e = d.phi[j] - tau[j] - jl
-        r2 += e * e
-        rinf = max(rinf, abs(e))
-        jmax = max(jmax, abs(jl))
-        tmax = max(tmax, abs(tau[j]))
-    info[_RES2] = r2**0.5
-    info[_RESINF] = rinf
-    info[_B2] = b2**0.5
-    return bmax + jmax + tmax
-
-
-@njit(cache=True)
-def velocity_estimate(pb, v):
-    """How far q̈ may move, relative to the acceleration scale, because DeNOC works with
-    the rates it completes from the actuated ones (``rate``, eqs. 11b/12b) instead of the
-    given ``v``: 2 |r|₁ max_i |rate_i - v_i| / |v|∞ over the tree columns, |r|₁ the
-    largest 1-norm of a rate map (``rm``).  The velocity products ṡ_i θ̇_i move by
-    ~2 |t| |s_i| Δθ̇, the accelerations by up to |r|₁ times that (11b/12b with target
-    ṫ_e - ξ), against a scale of at least |v|².  0.0 for a consistent v (to rounding
-    where the rate maps are small); the bound is pessimistic (25× on a parallelogram
-    1e-5 rad from flat, where the dense answer moves by 2.4e-7 with v's rounding)."""
-    col, rate, rm = _i2(pb, _COL, 11), _f1(pb, _RATE), _f2(pb, _RM, 7)
-    dv = 0.0
-    rmax = 0.0
-    for i in range(col.shape[0]):
-        a = 0.0
-        for r in range(7):
-            a += abs(rm[i, r])
-        rmax = max(rmax, a)
-        iv = col[i, _IV]
-        if iv >= 0:
-            dv = max(dv, abs(rate[i] - v[iv]))
-    if dv == 0.0:
-        return 0.0
-    vmax = max_abs(v)
-    return 2.0 * rmax * dv / vmax if vmax > 0.0 else np.inf
-
-
 # ------------------------------------------------------------------------ algorithms
 @njit(cache=True, inline="always")  # small, over a large subtree (docs/architecture.md)
 def _kinematics(m, d, pb, q, v):
@@ -1691,14 +1099,12 @@ def denoc_inverse_kernel(m, d, pb, q, v, qdd, tau, lam):
 
 
 # ------------------------------------------------------------------- entries
-@entry
 def denoc_entry(ctx, pbuf, q, v, tau, qdd, lam):
     """``denoc_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
     m, d, st = checked_handles(ctx, q, v, tau)
     return st if st < 0.0 else denoc_kernel(m, d, pbuf, q, v, tau, qdd, lam)
 
 
-@entry
 def inverse_entry(ctx, pbuf, q, v, qdd, tau, lam):
     """``denoc_inverse_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
     m, d, st = checked_handles(ctx, q, v, qdd)
@@ -1715,149 +1121,9 @@ def rates_entry(ctx, pbuf, q, v):
     return denoc_rates(m, d, pbuf, v)
 
 
-ENTRY = Entry(denoc_entry, types.float64, BUF, BUF, IN, IN, IN, OUT, OUT)
-INVERSE = Entry(inverse_entry, types.float64, BUF, BUF, IN, IN, IN, OUT, OUT)
+ENTRY = method_entry(denoc_entry, planned=True)
+INVERSE = method_entry(inverse_entry, planned=True)
 RATES = Entry(rates_entry, types.float64, BUF, BUF, IN, IN)
-
-
-# ------------------------------------------------------------------ the plan (Python)
-class DenocLayout:
-    """The DeNOC tables of a model (built once from its ``ParallelStructure``, cached on
-    the model as ``model._denoc_layout``).
-
-    ``ps``: the structure; ``legs`` (L, 10) and ``col`` (C, 11): the leg and column
-    tables (see ``_C0`` … and ``_TYPE`` …; the leg table's row columns are filled per
-    plan); ``columns``: every column in order, as ``(leg, Column)``; ``slot_after``
-    (C): the leg body after each column (``ps.slots`` index; -1 on the ground, -2 the
-    platform, -3 none: the massless link between two axes of one joint); ``hanger``:
-    the leg without cut joint that carries the platform in the tree (-1: none).
-    Raises ``ModelError`` for the models in the class whose multipliers DeNOC cannot
-    recover (weld closures; a platform leg without cut joint other than the hanger).
-    """
-
-    def __init__(self, model, ps):
-        self.ps = ps
-        for k, kind in enumerate(model.closure_kinds):
-            if kind == "weld":
-                raise ModelError(
-                    f"{model.name}: closure {model.closures[k]!r} is a weld: DeNOC recovers the "
-                    "closure multipliers from the wrench each leg transmits through its one cut "
-                    f"joint, which a weld between rigidly joined bodies is not; {OTHER_METHODS}"
-                )
-        cols, legrows = [], []
-        for leg in ps.legs:
-            c0 = len(cols)
-            cols.extend((leg.index, c) for c in leg.columns)
-            k = c0 + leg.k_column if leg.k_column is not None else -1
-            cuts = sorted({c.index for c in leg.columns if c.closure})
-            first = [i for i, c in enumerate(leg.columns) if c.closure]
-            g0 = c0 + first[0] if first else -1
-            g1 = c0 + first[-1] if first else -1
-            sign = leg.columns[first[0]].sign if first else 0
-            cl = cuts[0] if cuts else -1
-            legrows.append((c0, len(cols), k, int(leg.closes_on_base), cl, g0, g1, sign, 0, 0))
-            if len(cuts) > 1:  # pragma: no cover - a leg hanging from the tree has one cut
-                raise ModelError(f"{model.name}: leg {leg.index + 1} crosses several cut joints")
-        hangers = [g.index for g in ps.legs if not g.closes_on_base and legrows[g.index][4] < 0]
-        if ps.platform is not None and len(hangers) != 1:  # pragma: no cover - needs welds
-            raise ModelError(
-                f"{model.name}: the platform must hang from exactly one leg in the tree "
-                f"(found {len(hangers)}); {OTHER_METHODS}"
-            )
-        self.hanger = hangers[0] if ps.platform is not None else -1
-        C, L, NS, n = len(cols), len(ps.legs), len(ps.slots), ps.n
-        table = np.zeros((C, 11), dtype=np.int64)
-        cax = np.zeros((C, 3))
-        slotcol = np.zeros(NS, dtype=np.int64)
-        c = 0
-        for leg in ps.legs:
-            for j, name in enumerate(leg.joints):
-                g0 = c
-                while c < C and cols[c][0] == leg.index and cols[c][1].joint == name:
-                    c += 1
-                g1 = c - 1
-                for i in range(g0, c):
-                    col = cols[i][1]
-                    table[i] = (
-                        1 if col.closure else 0, col.index, col.axis, col.sign, col.v,
-                        1 if col.fixed_after else 0, g0, g1, -3, col.side,
-                        1 if col.rotation else 0,
-                    )  # fmt: skip
-                    cax[i] = col.local_axis
-                table[g1, _SLOT] = leg.after[j]
-                if leg.after[j] >= 0:
-                    slotcol[leg.after[j]] = g1
-        self.columns = tuple(cols)
-        self.slot_after = table[:, _SLOT].copy()
-        self.legs = np.array(legrows, dtype=np.int64).reshape(L, 10)
-        self.col = table
-        self.cax = cax
-        self.slotcol = slotcol
-        self.bslot = np.asarray(ps.body_slot, dtype=np.int64)
-        self.L, self.C, self.NS, self.n = L, C, NS, n
-
-
-def layout(model):
-    """The :class:`DenocLayout` of ``model`` (``ModelError`` if DeNOC does not apply)."""
-    lay = getattr(model, "_denoc_layout", None)
-    if lay is None:
-        lay = model._denoc_layout = DenocLayout(model, parallel_structure(model))
-    return lay
-
-
-class DenocPlan:
-    """DeNOC's plan for one model and one set of independent closure rows: the tables and
-    the float workspace in one float64 buffer ``buf`` (the kernels' ``pb``), and numpy
-    views ``views[name]`` of its sections (``_SECTIONS``)."""
-
-    def __init__(self, model, rows):
-        lay = layout(model)
-        rows = np.asarray(rows, dtype=np.int64)
-        legs = lay.legs.copy()
-        for l in range(lay.L):
-            k = legs[l, _CL]
-            if k >= 0:
-                sl = model.closure_rows[k]
-                pos = np.flatnonzero((rows >= sl.start) & (rows < sl.stop))
-                legs[l, _A0] = pos[0] if pos.size else 0
-                legs[l, _P] = pos.size
-        r = len(rows)
-        ints = {"leg": legs, "col": lay.col, "bslot": lay.bslot, "slotcol": lay.slotcol}
-        shapes = _float_shapes(lay.L, lay.C, lay.NS, lay.n, r)
-        sizes = [ints[s].size for s in _INT_SECTIONS]
-        sizes += [int(np.prod(shapes[s], dtype=np.int64)) for s in _FLOAT_SECTIONS]
-        start = _HEAD + len(_SECTIONS) + 1
-        offsets = start + np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        self.buf = np.zeros(int(offsets[-1]))
-        head = self.buf[:start].view(np.int64)
-        # λ from the cut legs' tree columns (``cut_multipliers``) when each has as many
-        # tree columns as independent rows
-        ntree = [int(np.sum(lay.col[a:b, _IV] >= 0)) for a, b in legs[:, :2]]
-        direct = int(all(nt >= p for nt, p in zip(ntree, legs[:, _P], strict=True)))
-        head[:_HEAD] = (lay.L, lay.C, lay.NS, lay.n, lay.ps.platform_index, lay.hanger, r, direct)
-        head[_HEAD:] = offsets
-        self.views = {}
-        for k, name in enumerate(_SECTIONS):
-            part = self.buf[offsets[k] : offsets[k + 1]]
-            if name in ints:
-                part = part.view(np.int64)
-                part[:] = ints[name].reshape(-1)
-                self.views[name] = part.reshape(ints[name].shape)
-            else:
-                self.views[name] = part.reshape(shapes[name])
-        self.views["cax"][...] = lay.cax
-        self.layout = lay
-        self.rows = rows
-
-
-def plan_for(model, d):
-    """The :class:`DenocPlan` of ``d``'s current independent rows, cached in ``d.plans``."""
-    rows = d.rows[: d.nrows]
-    key = ("denoc", rows.tobytes())
-    p = d.plans.get(key)
-    if p is None:
-        p = d.plans[key] = DenocPlan(model, np.array(rows))
-    return p
 
 
 def bind(model, d):
@@ -1867,65 +1133,6 @@ def bind(model, d):
     DeNOC class (``ld.parallel_structure`` names the failing assumption and the
     methods that apply)."""
     return partial(ENTRY.callable(), d.ctx, plan_for(model, d).buf)
-
-
-def _explain(model, plan, status, what="q, v or tau"):
-    """Raise the error of a failed DeNOC call."""
-    info = plan.views["info"]
-    if status == NONFINITE_INPUT:
-        raise ValueError(f"{model.name}: {what} holds NaN or inf")
-    if status == SINGULAR:
-        why = int(info[_WHY])
-        if why == WHY_LEG:
-            leg, col = plan.layout.columns[int(info[_BADCOL])]
-            raise SingularityError(
-                f"{model.name}: leg {leg + 1}: the axis {col.axis} of joint {col.joint!r} is "
-                "dependent on the leg's other unactuated joints at this configuration (δ_i of "
-                f"eq. 11c is {info[_DMIN]:.2g} of |s_i|², below {DELTA_TOL:g}): a singularity "
-                "of the leg"
-            )
-        if why == WHY_PHI:
-            Phi = plan.views["Phi"]
-            cond = np.linalg.cond(Phi)
-            with np.errstate(all="ignore"):
-                try:
-                    est = float(np.trace(Phi) * np.trace(np.linalg.inv(Phi)))
-                except np.linalg.LinAlgError:
-                    est = np.inf
-            raise SingularityError(
-                f"{model.name}: Φ = Σ Φ_2 of eq. (14a) is singular or ill-conditioned at this "
-                f"configuration (condition number {cond:.3g}; its bound tr Φ · tr Φ⁻¹ = "
-                f"{est:.3g}, DeNOC answers below {1 / PHI_TOL:.0e}): the platform can (nearly) "
-                "move with every actuator locked (a parallel singularity)"
-            )
-        if why == WHY_GIM:
-            Ig = plan.views["Ig"]
-            dg = np.sqrt(np.abs(np.diag(Ig)))
-            dg[dg == 0.0] = 1.0
-            cond = np.linalg.cond(Ig / np.outer(dg, dg))
-            raise SingularityError(
-                f"{model.name}: the generalized inertia matrix I of eq. (25) is not positive "
-                f"definite or ill-conditioned (condition number {cond:.3g} with its "
-                f"coordinates scaled to a unit diagonal; DeNOC answers below "
-                f"{1 / GIM_TOL:.0e}): the actuated joints are a poor chart of the motion here "
-                "(nearly dependent joints on a leg, or near a parallel singularity)"
-            )
-        raise SingularityError(
-            f"{model.name}: the closure multipliers cannot be fitted to the legs' transmitted "
-            "wrenches (dependent row wrenches)"
-        )
-    if status == INACCURATE and int(info[_WHY]) == WHY_VELOCITY:
-        raise SingularityError(
-            f"{model.name}: v is not the velocity its actuated rates determine (eqs. 11b, "
-            f"12b) to the accuracy DeNOC needs here (q̈ could move by {info[_VEST]:.2g} of "
-            f"its scale, above {VELOCITY_TOL:g}); denoc.complete_rates gives that velocity"
-        )
-    if status == INACCURATE:
-        raise SingularityError(
-            f"{model.name}: the DeNOC result does not satisfy J q̈ = γ (relative residual "
-            f"{model.data.diag[DIAG_RESIDUAL]:.3g}) or the equations of motion with λ"
-        )
-    raise SingularityError(f"{model.name}: the DeNOC solve produced non-finite values")
 
 
 def _inputs(model, data, q, v, x, what):

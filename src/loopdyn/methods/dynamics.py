@@ -63,6 +63,7 @@ from loopdyn.methods.common import (
     ForwardDynamicsResult,
     checked_handles,
     closure_loads,
+    method_entry,
 )
 from loopdyn.tree import aba
 from loopdyn.tree.aba import aba_kernel
@@ -113,7 +114,6 @@ def bound_buffers(call):
 _NO_PLAN = np.zeros(1)
 
 
-@entry
 def tree_entry(ctx, q, v, tau, qdd, lam):
     """Forward dynamics of a tree (no closure: every method is the ABA) with a method
     entry's signature, for the compiled loops (``tree_binding``): q̈ into ``qdd``
@@ -129,7 +129,7 @@ def tree_entry(ctx, q, v, tau, qdd, lam):
     return 1.0
 
 
-TREE_ENTRY = Entry(tree_entry, types.float64, BUF, IN, IN, IN, OUT, OUT)
+TREE_ENTRY = method_entry(tree_entry)
 
 
 def tree_binding(d):

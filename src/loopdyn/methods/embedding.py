@@ -40,6 +40,11 @@ aggregated body, O(r n_𝒮 + r³ + B_𝒮 k (36 + k) + k³) for its B_𝒮 memb
 number of bounded-size loops.  No dense m × nv Jacobian is formed, except when the
 model has redundant rows: the runner then needs it for its minimum-norm multipliers
 and its check of the dropped rows.
+
+One module (~1,300 lines), for a reason: ``rcr`` is built on its plan (the header
+``H_*`` / ``A_*``, ``EmbeddingPlan``'s packing) and its kernels (``member_forces``,
+``factor_columns``, ``open_residual``/``close_residual``, ``hold_bias``/``restore_bias``,
+``take_step``, ``eom_verdict``, ``verdict``), which stand here once for both.
 """
 
 from functools import partial
@@ -56,11 +61,9 @@ from loopdyn.kernels.linalg import (
 from loopdyn.kernels.numba_internals import (
     BUF,
     IN,
-    OUT,
     Entry,
     as_input,
     block,
-    block_int,
     entry,
     unliteral,
 )
@@ -89,7 +92,10 @@ from loopdyn.methods.common import (
     SINGULAR,
     STALL_TOL,
     DependentRows,
-    checked_handles,
+    checked_plan,
+    method_entry,
+    pack_int_plan,
+    plan_views,
     take_correction,
 )
 from loopdyn.model.closures import COUPLING, TRANSLATION
@@ -219,19 +225,10 @@ class EmbeddingPlan:
         )  # fmt: skip
         heads = (H_AGG, H_MEM, H_AGGOF, H_COLSTART, H_SLOT, H_FLAGS, H_ROWS, H_LPOS, H_COLS,
                  H_ACT, H_ORDER, H_PIV)  # fmt: skip
-        offsets, o = {}, NHEAD
-        for h, arr in zip(heads, parts.values(), strict=True):
-            offsets[h] = o
-            o += np.asarray(arr).size
-        self.buf = np.zeros(1 + o + max(nflt, 1))
-        self.buf[:1].view(np.int64)[0] = o
-        ip = self.buf[1 : 1 + o].view(np.int64)
+        sections = zip(heads, parts.values(), strict=True)
+        self.buf, ip, self.fw, offsets = pack_int_plan(sections, NHEAD, nflt)
         ip[H_NA], ip[H_NB], ip[H_WANTJ] = na, nb, int(len(rows) < model.m)
-        for h, arr in zip(heads, parts.values(), strict=True):
-            ip[h] = offsets[h]
-            a = np.asarray(arr).reshape(-1)
-            ip[offsets[h] : offsets[h] + a.size] = a
-        self.ip, self.fw = ip, self.buf[1 + o :]
+        self.ip = ip
         self.agg = ip[offsets[H_AGG] : offsets[H_AGG] + na * NAGG].reshape(na, NAGG)
         self._order = ip[offsets[H_ORDER] : offsets[H_ORDER] + len(order)]
         self.groups = groups
@@ -275,13 +272,6 @@ def plan_for(model, d, rows=None):
     if p is None:
         p = d.plans[key] = EmbeddingPlan(model, np.array(rows))
     return p
-
-
-@njit(cache=True, inline="always")  # returns views: see numba_internals item 1
-def plan_views(pbuf):
-    """(ip, fw): the int plan and the float workspace in a plan's buffer."""
-    n = block_int(pbuf, 0, 1)[0]
-    return block_int(pbuf, 1, n), block(pbuf, 1 + n, pbuf.shape[0] - 1 - n)
 
 
 # ------------------------------------------------------------------ loop Jacobian, partition
@@ -1207,17 +1197,13 @@ def verdict(m, d, quality, rel, ascale, qdd, lam):
     return quality
 
 
-@entry
 def embedding_entry(ctx, pbuf, q, v, tau, qdd, lam):
     """``embedding_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
-    m, d, st = checked_handles(ctx, q, v, tau)
-    if st < 0.0:
-        return st
-    ip, fw = plan_views(pbuf)
-    return embedding_kernel(m, d, ip, fw, q, v, tau, qdd, lam)
+    m, d, ip, fw, st = checked_plan(ctx, pbuf, q, v, tau)
+    return st if st < 0.0 else embedding_kernel(m, d, ip, fw, q, v, tau, qdd, lam)
 
 
-ENTRY = Entry(embedding_entry, types.float64, BUF, BUF, IN, IN, IN, OUT, OUT)
+ENTRY = method_entry(embedding_entry, planned=True)
 
 
 @entry

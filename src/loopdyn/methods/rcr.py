@@ -57,20 +57,20 @@ residual of the equations of motion (``eom_residual``, Jᵀλ from the loops' ow
 solved again by the same recursion on the same loop reduction, then checked against
 ``EOM_TOL``; a miss is ``INACCURATE`` (the runner falls back to ``augmented`` or
 raises), never a silent answer.
+
+One module (~1,100 lines): its plan extends embedding's (the same header and
+packing, ``pack_int_plan``) and its kernels reuse embedding's; what is left is RCR's own
+loop reduction.
 """
 
 from functools import partial
 
 import numpy as np
-from numba import njit, types
+from numba import njit
 
 from loopdyn.errors import ModelError, SingularityError
 from loopdyn.kernels.linalg import lu_inverse_norm_exact, lu_solve_transpose
 from loopdyn.kernels.numba_internals import (
-    BUF,
-    IN,
-    OUT,
-    Entry,
     as_input,
     block,
     entry,
@@ -91,7 +91,9 @@ from loopdyn.methods.common import (
     RESIDUAL_TOL,
     SINGULAR,
     DependentRows,
-    checked_handles,
+    checked_plan,
+    method_entry,
+    pack_int_plan,
 )
 from loopdyn.model.closures import COUPLING, TRANSLATION
 from loopdyn.topology.aggregation import coordinate_names, structure
@@ -266,21 +268,10 @@ class RcrPlan:
             (R_PB, pbs), (R_PATH, paths), (R_CAND, cands), (R_DEP, deps),
             (R_PIV, np.zeros(sum(b[B_M] for b in blk), np.int64)),
         ]  # fmt: skip
-        o = NHEAD
-        offsets = {}
-        for h, arr in parts:
-            offsets[h] = o
-            o += np.asarray(arr, dtype=np.int64).size
-        self.buf = np.zeros(1 + o + max(nflt, 1))
-        self.buf[:1].view(np.int64)[0] = o
-        ip = self.buf[1 : 1 + o].view(np.int64)
+        self.buf, ip, self.fw, offsets = pack_int_plan(parts, NHEAD, nflt)
         ip[E.H_NA], ip[E.H_NB], ip[E.H_WANTJ] = na, nb, int(len(rows) < model.m)
         ip[R_NBLK], ip[R_FAIL], ip[R_RHO] = nblk, -1, rho
-        for h, arr in parts:
-            ip[h] = offsets[h]
-            a = np.asarray(arr, dtype=np.int64).reshape(-1)
-            ip[offsets[h] : offsets[h] + a.size] = a
-        self.ip, self.fw = ip, self.buf[1 + o :]
+        self.ip = ip
         self.table = ip[offsets[R_BLK] : offsets[R_BLK] + nblk * NBLK].reshape(nblk, NBLK)
         self.cols = np.array(cols, dtype=np.int64)
         self.agg = agg
@@ -979,17 +970,13 @@ def refine(m, d, ip, fw, tau, qdd, lam, scale):
     return -1 if code < 0 else E.eom_verdict(d, eom_residual(m, d, ip, fw, tau, qdd, lam, r1), code)
 
 
-@entry
 def rcr_entry(ctx, pbuf, q, v, tau, qdd, lam):
     """``rcr_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
-    m, d, st = checked_handles(ctx, q, v, tau)
-    if st < 0.0:
-        return st
-    ip, fw = E.plan_views(pbuf)
-    return rcr_kernel(m, d, ip, fw, q, v, tau, qdd, lam)
+    m, d, ip, fw, st = checked_plan(ctx, pbuf, q, v, tau)
+    return st if st < 0.0 else rcr_kernel(m, d, ip, fw, q, v, tau, qdd, lam)
 
 
-ENTRY = Entry(rcr_entry, types.float64, BUF, BUF, IN, IN, IN, OUT, OUT)
+ENTRY = method_entry(rcr_entry, planned=True)
 
 
 def replan(model, d, q, v, tau):

@@ -31,10 +31,10 @@ by (13) and (32) with the factors already in hand, O(n + nm) a step, until the
 correction is at rounding level.
 """
 
-from numba import njit, types
+from numba import njit
 
 from loopdyn.kernels.linalg import cholesky_inplace, cholesky_solve
-from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, as_input, entry, unliteral
+from loopdyn.kernels.numba_internals import as_input, unliteral
 from loopdyn.kinematics.closures import bias_accelerations, closure_terms
 from loopdyn.kinematics.frames import fk_kernel
 from loopdyn.methods.common import (
@@ -52,6 +52,7 @@ from loopdyn.methods.common import (
     checked_handles,
     kkt_residual,
     max_abs,
+    method_entry,
     subtract_rows,
     take_correction,
 )
@@ -99,17 +100,22 @@ def recursive_lambda_kernel(m, d, q, v, tau, qdd, lam):
         d.diag[0] = ratio
         return SINGULAR
     cholesky_solve(JZ, r, lam)
-    # q̈ = η + ζ λ (13)
-    for j in range(nv):
-        s = qdd[j]
-        for a in range(r):
-            s += zeta[j, a] * lam[a]
-        qdd[j] = s
+    add_columns(zeta, nv, r, lam, qdd)  # q̈ = η + ζ λ (13)
     d.diag[DIAG_REFINED] = 0.0
     if ratio < REFINE_RATIO or aba_pivot_ratio(m, d) < REFINE_ABA_RATIO:
         if refine(m, d, tau, qdd, lam, r, max(eta, max_abs(qdd))) < 0:
             return INACCURATE
     return accept(m, d, ratio, qdd, lam, r, eta)
+
+
+@njit(cache=True)
+def add_columns(Z, n, r, x, y):
+    """y[:n] += Z[:n, :r] x[:r]: eq. (13), q̈ = η + ζ λ, with ζ's columns in ``Z``."""
+    for j in range(n):
+        s = y[j]
+        for a in range(r):
+            s += Z[j, a] * x[a]
+        y[j] = s
 
 
 @njit(cache=True, inline="always")  # one call site (its entry / kernel): no library of its own
@@ -127,22 +133,17 @@ def refine(m, d, tau, qdd, lam, r, scale):
         aba_resolve(m, d, d.fext, r1, dq)
         subtract_rows(J, rows, r, nv, dq, dl)  # r2 - J δη
         cholesky_solve(JZ, r, dl)
-        for j in range(nv):
-            s = dq[j]
-            for a in range(r):
-                s += zeta[j, a] * dl[a]
-            dq[j] = s
+        add_columns(zeta, nv, r, dl, dq)  # δq̈ = δη + ζ δλ (13)
         code, prev = take_correction(d, step, prev, scale, nv, r, dq, dl, qdd, lam, STALL_TOL)
         if code != REFINE_GO_ON:
             return code
     return MAX_REFINE
 
 
-@entry
 def recursive_lambda_entry(ctx, q, v, tau, qdd, lam):
     """``recursive_lambda_kernel`` on a Data's buffer, inputs checked."""
     m, d, st = checked_handles(ctx, q, v, tau)
     return st if st < 0.0 else recursive_lambda_kernel(m, d, q, v, tau, qdd, lam)
 
 
-ENTRY = Entry(recursive_lambda_entry, types.float64, BUF, IN, IN, IN, OUT, OUT)
+ENTRY = method_entry(recursive_lambda_entry)

@@ -15,10 +15,10 @@ and Jᵀλ, ``common.kkt_residual``) and of J q̈ = γ is solved again by (11)�
 already in hand, O(n² + nm) a step, until the correction is at rounding level.
 """
 
-from numba import njit, types
+from numba import njit
 
 from loopdyn.kernels.linalg import backward_subst_t, cholesky_inplace, cholesky_solve, forward_subst
-from loopdyn.kernels.numba_internals import BUF, IN, OUT, Entry, entry, unliteral
+from loopdyn.kernels.numba_internals import unliteral
 from loopdyn.methods.common import (
     DIAG_REFINED,
     INACCURATE,
@@ -32,6 +32,7 @@ from loopdyn.methods.common import (
     checked_handles,
     kkt_residual,
     max_abs,
+    method_entry,
     subtract_rows,
     system_terms,
     take_correction,
@@ -145,11 +146,10 @@ def slm_multipliers(M, J, phi, gamma, rows, Y, Sm, x, lam):
     return min(ratio, ratio_m)
 
 
-@entry
 def slm_entry(ctx, q, v, tau, qdd, lam):
     """``slm_kernel`` on a Data's buffer, inputs checked."""
     m, d, st = checked_handles(ctx, q, v, tau)
     return st if st < 0.0 else slm_kernel(m, d, q, v, tau, qdd, lam)
 
 
-ENTRY = Entry(slm_entry, types.float64, BUF, IN, IN, IN, OUT, OUT)
+ENTRY = method_entry(slm_entry)

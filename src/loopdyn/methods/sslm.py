@@ -27,6 +27,12 @@ Everything symbolic (subsystem ranges, block pattern, elimination order, fill)
 is computed once per (model, independent rows) in Python (``SSLMPlan``) and
 packed into one int64 array; the per-call work is one compiled kernel over
 preallocated buffers (``SSLMWork``, kept on the ``Data`` object).
+
+One module (~1,400 lines), for a reason: its plan, kernels and inspection entries share
+the packed plan's private offsets (``_o``, ``_f`` and the section names), and
+``gicm_assemble`` / ``gicm_solve`` carry unrolled paths for the 2- and 3-row blocks of
+the common planar and spherical cut joints (the products in registers set SSLM's
+per-call time); what it shares with the other methods is in ``methods.common``.
 """
 
 from functools import partial
@@ -42,7 +48,6 @@ from loopdyn.kernels.numba_internals import (
     Entry,
     as_input,
     block,
-    block_int,
     entry,
     unliteral,
 )
@@ -61,9 +66,13 @@ from loopdyn.methods.common import (
     STALL_TOL,
     accept,
     checked_handles,
+    checked_plan,
     closure_loads,
     kkt_residual,
     max_abs,
+    method_entry,
+    plan_buffer,
+    plan_views,
     subtract_rows,
     system_terms,
     take_correction,
@@ -294,16 +303,13 @@ class SSLMPlan:
             fo += fsz[name]
         fb.append(fo)
         # one float64 buffer for the kernels: [len(ip) | ip (int64) | fw (workspace)]
-        self.buf = np.zeros(1 + o + max(fo, 1))
-        self.buf[:1].view(np.int64)[0] = o
-        ip = self.buf[1 : 1 + o].view(np.int64)
+        self.buf, ip, self.fw = plan_buffer(o, fo)
         ip[:9] = head
         ip[_SEC0:_FSEC0] = bounds
         ip[_FSEC0:_HDR] = fb
         for k, name in enumerate(_SECTIONS):
             ip[bounds[k] : bounds[k + 1]] = parts[name].reshape(-1)
         self.ip = ip
-        self.fw = self.buf[1 + o :]
         self.parts = parts
         self.sub, self.tloc = sub, tloc
         self.foff = {n: (fb[k], fb[k + 1]) for k, n in enumerate(_FSECTIONS)}
@@ -318,13 +324,6 @@ def plan_for(model, d, rows=None):
     if p is None:
         p = d.plans[key] = SSLMPlan(model, np.array(rows))
     return p
-
-
-@njit(cache=True, inline="always")  # returns views: see numba_internals item 1
-def plan_views(pbuf):
-    """(ip, fw): the int plan and the float workspace in a plan's buffer."""
-    n = block_int(pbuf, 0, 1)[0]
-    return block_int(pbuf, 1, n), block(pbuf, 1 + n, pbuf.shape[0] - 1 - n)
 
 
 # ------------------------------------------------------------------ kernels
@@ -1038,17 +1037,13 @@ def refine(m, d, ip, fw, tau, qdd, lam, r, scale):
     return MAX_REFINE
 
 
-@entry
 def sslm_entry(ctx, pbuf, q, v, tau, qdd, lam):
     """``sslm_kernel`` on a Data's buffer and the plan's buffer, inputs checked."""
-    m, d, st = checked_handles(ctx, q, v, tau)
-    if st < 0.0:
-        return st
-    ip, fw = plan_views(pbuf)
-    return sslm_kernel(m, d, ip, fw, q, v, tau, qdd, lam)
+    m, d, ip, fw, st = checked_plan(ctx, pbuf, q, v, tau)
+    return st if st < 0.0 else sslm_kernel(m, d, ip, fw, q, v, tau, qdd, lam)
 
 
-ENTRY = Entry(sslm_entry, types.float64, BUF, BUF, IN, IN, IN, OUT, OUT)
+ENTRY = method_entry(sslm_entry, planned=True)
 
 
 def bind(model, d):

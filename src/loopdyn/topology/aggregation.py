@@ -110,6 +110,21 @@ def merge_subgraphs(subgraphs):
     return [(frozenset(s), sorted(ix)) for s, ix in groups]
 
 
+def _contract(tree, node_of):
+    """The digraph of ``tree`` with each node n renamed ``node_of.get(n, n)``: the nodes
+    sharing a name merged, the edges inside a merged node dropped."""
+    import networkx as nx  # lazily: networkx costs ~0.1 s at import
+
+    out = nx.DiGraph()
+    for n in tree.nodes:
+        out.add_node(node_of.get(n, n))
+    for a, b in tree.edges:
+        na, nb = node_of.get(a, a), node_of.get(b, b)
+        if na != nb:
+            out.add_edge(na, nb)
+    return out
+
+
 def aggregated_tree(tree, groups, root=None):
     """The aggregated digraph: each node set of ``groups`` contracted into one node.
 
@@ -132,13 +147,7 @@ def aggregated_tree(tree, groups, root=None):
             )
         for n in g:
             node_of[n] = g
-    out = nx.DiGraph()
-    for n in tree.nodes:
-        out.add_node(node_of.get(n, n))
-    for a, b in tree.edges:
-        na, nb = node_of.get(a, a), node_of.get(b, b)
-        if na != nb:
-            out.add_edge(na, nb)
+    out = _contract(tree, node_of)
     if not nx.is_arborescence(out):
         raise ModelError("the aggregated digraph is not a tree; a sub-graph is not path-induced")
     return out
@@ -368,7 +377,6 @@ def build_aggregation(model, parts):
     calls: the numbers come from the method's kernel, this layer only assembles the
     graphs, so that it imports no method).
     """
-    import networkx as nx  # lazily: networkx costs ~0.1 s at import
 
     cuts, groups, aggregate_of = structure(model_arg(model))
     bodies = []
@@ -393,17 +401,11 @@ def build_aggregation(model, parts):
         )
     names = model.body_names
     tree = spanning_tree(model)
-    agg = nx.DiGraph()
     label = {}
     for s in bodies:
         for i in s.bodies:
             label[names[i]] = f"𝒮{s.index}"
-    for n in tree.nodes:
-        agg.add_node(label.get(n, n))
-    for a, b in tree.edges:
-        la, lb = label.get(a, a), label.get(b, b)
-        if la != lb:
-            agg.add_edge(la, lb)
+    agg = _contract(tree, label)
     for s in bodies:
         agg.nodes[f"𝒮{s.index}"]["bodies"] = s.body_names
     dof = sum(int(model.topo[i, 5]) for i in range(model.nbodies) if aggregate_of[i] < 0) + sum(
