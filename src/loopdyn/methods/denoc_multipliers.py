@@ -278,6 +278,21 @@ def _gnorm2(G, l):
     )  # fmt: skip
 
 
+@njit(cache=True, inline="always")  # small, two call sites
+def _solve_rows(N, p, dz, rhs, lam, a0):
+    """λ of a closure's ``p`` rows from their normal equations N λ = rhs (N's lower
+    triangle; ``fit_multipliers``, ``cut_multipliers``): Cholesky (``cholesky_scaled``,
+    scratch ``dz``) and its solve into lam[a0 : a0 + p].  Returns the pivot ratio, or
+    0.0 with ``lam`` unwritten at or below ``PIVOT_TOL``."""
+    rt = cholesky_scaled(N, p, dz)
+    if not rt > PIVOT_TOL:
+        return 0.0
+    cholesky_solve_scaled(N, p, dz, rhs)
+    for i in range(p):
+        lam[a0 + i] = rhs[i]
+    return rt
+
+
 @njit(cache=True)
 def fit_multipliers(pb, lam):
     """λ of each closure's independent rows from its transmitted wrench: Σ_r λ_r ζ_r = σ T_g
@@ -302,13 +317,10 @@ def fit_multipliers(pb, lam):
                 for r in range(6):
                     x += zr[a0 + i, r] * zr[a0 + j, r]
                 N[i, j] = x
-        rt = cholesky_scaled(N, p, dz)
-        if not rt > PIVOT_TOL:
+        rt = _solve_rows(N, p, dz, rhs, lam, a0)
+        if rt == 0.0:
             return 0.0
         ratio = min(ratio, rt)
-        cholesky_solve_scaled(N, p, dz, rhs)
-        for i in range(p):
-            lam[a0 + i] = rhs[i]
     return ratio
 
 
@@ -360,13 +372,10 @@ def cut_multipliers(pb, tau, lam):
                 rhs[r] += a[r] * b
                 for c in range(r + 1):
                     N[r, c] += a[r] * a[c]
-        rt = cholesky_scaled(N, p, dz)
-        if not rt > PIVOT_TOL:
+        rt = _solve_rows(N, p, dz, rhs, lam, a0)
+        if rt == 0.0:
             return 0.0
         ratio = min(ratio, rt)
-        cholesky_solve_scaled(N, p, dz, rhs)
-        for r in range(p):
-            lam[a0 + r] = rhs[r]
     return ratio
 
 
