@@ -18,6 +18,25 @@ from loopdyn.errors import ModelError
 #: default largest file read (bytes); ``max_bytes=`` in ``ld.load`` changes it
 MAX_BYTES = 64 * 1024 * 1024
 
+
+def as_bytes(data, name, max_bytes, what="document"):
+    """``data`` (bytes, or str as UTF-8) as bytes; a ModelError naming ``name`` and the
+    limit where it is longer than ``max_bytes`` (``what``: "file" or "document")."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    check_size(name, len(data), max_bytes, what)
+    return data
+
+
+def check_size(name, size, max_bytes, what="file"):
+    """A ModelError where ``size`` bytes of ``name`` are over the limit ``max_bytes``."""
+    if size > max_bytes:
+        raise ModelError(
+            f"{name}: the {what} is {size} bytes, over the limit of {max_bytes} bytes; "
+            "pass max_bytes= to ld.load to read larger files"
+        )
+
+
 #: suffix -> format name
 FORMATS = {
     ".urdf": "urdf",

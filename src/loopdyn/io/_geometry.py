@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from loopdyn.model.closures import _triad
+
 
 def rpy_matrix(rpy):
     """Rotation of roll-pitch-yaw angles (fixed axes x, y, z): R = Rz(y) Ry(p) Rx(r).
@@ -90,11 +92,7 @@ def unit(v):
 
 def perpendicular_pair(n):
     """Unit vectors (u, w) with (u, w, n) right-handed orthonormal."""
-    t = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    u = np.cross(t, n)
-    u /= np.linalg.norm(u)
-    w = np.cross(n, u)
-    return u, w
+    return _triad(n, reverse=True)
 
 
 def combine_inertias(parts):

@@ -38,6 +38,7 @@ from loopdyn.model import (
     Universal,
 )
 from loopdyn.model.model import triangle_inequality
+from loopdyn.topology.disjoint_sets import DisjointSets
 
 WORLD = "world"
 
@@ -61,6 +62,20 @@ class Inertial:
     mass: float
     com: np.ndarray
     inertia: np.ndarray
+
+    @classmethod
+    def at(cls, mass, T, v):
+        """``mass`` at the origin of the inertial frame ``T`` (4×4, link frame), with the
+        inertia entries ``v`` (``ixx`` ... ``izz``, about the centre of mass, T's axes)."""
+        I = np.array(
+            [
+                [v["ixx"], v["ixy"], v["ixz"]],
+                [v["ixy"], v["iyy"], v["iyz"]],
+                [v["ixz"], v["iyz"], v["izz"]],
+            ]
+        )
+        R = T[:3, :3]
+        return cls(mass, T[:3, 3].copy(), R @ I @ R.T)
 
 
 @dataclass
@@ -155,6 +170,18 @@ class Description:
         return ModelError(f"{where}, {what}: {message}" if what else f"{where}: {message}")
 
 
+def _unit_axes(item, d, what):
+    """Normalise ``item.axis`` and ``item.axis2`` (a joint's or a loop's, None: absent) to
+    unit vectors; ``d.error`` where one is zero or not finite."""
+    for ax in ("axis", "axis2"):
+        a = getattr(item, ax)
+        if a is not None:
+            u = unit(a)
+            if u is None:
+                raise d.error(item.line, what, f"{ax} {a} is zero or not finite")
+            setattr(item, ax, u)
+
+
 class _Where:
     """Errors of a closure given in ``loops=`` name its YAML file and entry."""
 
@@ -164,25 +191,6 @@ class _Where:
     def error(self, line, what, message):
         where = self.where
         return ModelError(f"{where}, {what}: {message}" if what else f"{where}: {message}")
-
-
-class _UnionFind:
-    def __init__(self):
-        self.parent = {}
-
-    def find(self, x):
-        self.parent.setdefault(x, x)
-        while self.parent[x] != x:
-            self.parent[x] = self.parent[self.parent[x]]
-            x = self.parent[x]
-        return x
-
-    def union(self, a, b):
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return False
-        self.parent[ra] = rb
-        return True
 
 
 @dataclass
@@ -299,13 +307,7 @@ class _Builder:
                 raise d.error(j.line, what, "the world cannot be a child link")
             if j.parent == j.child:
                 raise d.error(j.line, what, f"joins link {j.child!r} to itself")
-            for ax in ("axis", "axis2"):
-                a = getattr(j, ax)
-                if a is not None:
-                    u = unit(a)
-                    if u is None:
-                        raise d.error(j.line, what, f"{ax} {a} is zero or not finite")
-                    setattr(j, ax, u)
+            _unit_axes(j, d, what)
             if j.kind in ("revolute", "continuous", "prismatic", "universal", "planar"):
                 if j.axis is None:
                     raise d.error(j.line, what, f"a {j.kind} joint needs an axis")
@@ -333,7 +335,7 @@ class _Builder:
     def _spanning_tree(self):
         """Tree joints (in the order chosen) and cut joints (file order)."""
         d, o = self.d, self.o
-        uf = _UnionFind()
+        uf = DisjointSets()
         tree, has_parent = [], set()
         for name in o.tree_joints:
             j = self.joints[name]
@@ -777,13 +779,7 @@ class _Builder:
         for link in (lp.link_a, lp.link_b):
             if link != WORLD and link not in self.links:
                 raise d.error(lp.line, what, f"link {link!r} does not exist")
-        for ax in ("axis", "axis2"):
-            a = getattr(lp, ax)
-            if a is not None:
-                u = unit(a)
-                if u is None:
-                    raise d.error(lp.line, what, f"{ax} {a} is zero or not finite")
-                setattr(lp, ax, u)
+        _unit_axes(lp, d, what)
         if lp.kind in ("revolute", "continuous", "prismatic", "universal") and lp.axis is None:
             raise d.error(lp.line, what, f"a {lp.kind} loop needs an axis")
         if lp.kind == "universal" and lp.axis2 is None:

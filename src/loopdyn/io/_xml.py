@@ -21,7 +21,7 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import DefusedXMLParser
 
 from loopdyn.errors import ModelError
-from loopdyn.io import MAX_BYTES
+from loopdyn.io import MAX_BYTES, as_bytes, check_size
 
 _DRAKE_NS = "http://drake.mit.edu"
 
@@ -46,11 +46,7 @@ def read_bytes(path, max_bytes=MAX_BYTES):
         size = p.stat().st_size
     except OSError as e:
         raise ModelError(f"{p}: cannot read the file ({e.strerror or e})") from None
-    if size > max_bytes:
-        raise ModelError(
-            f"{p}: the file is {size} bytes, over the limit of {max_bytes} bytes; "
-            "pass max_bytes= to ld.load to read larger files"
-        )
+    check_size(p, size, max_bytes)
     try:
         return p.read_bytes()
     except OSError as e:
@@ -77,13 +73,7 @@ class XmlDoc:
 
 def parse(data, name, max_bytes=MAX_BYTES):
     """Parse XML ``data`` (bytes or str) of file ``name`` safely; returns an :class:`XmlDoc`."""
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    if len(data) > max_bytes:
-        raise ModelError(
-            f"{name}: the document is {len(data)} bytes, over the limit of {max_bytes} bytes; "
-            "pass max_bytes= to ld.load to read larger files"
-        )
+    data = as_bytes(data, name, max_bytes)
     data = _declare_drake_prefix(data)
     lines = {}
     parser = _LineParser(lines)
@@ -171,6 +161,15 @@ def number(doc, elem, text, what, default=None, positive=False, nonnegative=Fals
     if nonnegative and v < 0:
         raise doc.error(elem, what, f"must be non-negative, got {v}")
     return float(v)
+
+
+def child_number(doc, elem, name, what, default=None, **checks):
+    """``number`` of the text of ``elem``'s child ``name`` (``default`` where there is no
+    such child); an error points at the child, or at ``elem`` where it is missing."""
+    c = child(elem, name)
+    if c is None:
+        return number(doc, elem, None, what, default, **checks)
+    return number(doc, c, c.text, what, default, **checks)
 
 
 # ---------------------------------------------------------------------- URIs

@@ -170,6 +170,16 @@ def _names_list(content, key, name, lines, required=False):
     return list(v)
 
 
+def _one_each(values, key, kinds, n, of, per, name, lines):
+    """Check that ``values`` (the YAML's ``key``) is a list of ``kinds``, one type for each
+    of the ``n`` entries ``of`` names; ModelError naming the key's line otherwise."""
+    where = _where(name, lines, key)
+    if not isinstance(values, list):
+        raise ModelError(f"{where}: must be a list of {kinds}")
+    if len(values) != n:
+        raise ModelError(f"{where}: {len(values)} {key}(s) for {n} {of}(s); give one type {per}")
+
+
 def from_mapping(content, name="<loops>", lines=None):
     """A :class:`LoopSpec` of the YAML's content (a dict)."""
     lines = lines or {}
@@ -200,13 +210,16 @@ def from_mapping(content, name="<loops>", lines=None):
             spec.notes.append(f"{name}: no 'type' key: every closure is 6d (the default)")
     elif isinstance(types, str):
         types = [types]
-    if not isinstance(types, list):
-        raise ModelError(f"{_where(name, lines, 'type')}: must be a list of '6d' / '3d'")
-    if len(types) != len(pairs):
-        raise ModelError(
-            f"{_where(name, lines, 'type')}: {len(types)} type(s) for {len(pairs)} closed_loop "
-            "pair(s); give one type ('6d' or '3d') per pair"
-        )
+    _one_each(
+        types,
+        "type",
+        "'6d' / '3d'",
+        len(pairs),
+        "closed_loop pair",
+        "('6d' or '3d') per pair",
+        name,
+        lines,
+    )
     for k, (pair, t) in enumerate(zip(pairs, types, strict=True)):
         where = _where(name, lines, "closed_loop", k)
         if (
@@ -227,13 +240,9 @@ def from_mapping(content, name="<loops>", lines=None):
     jn = _names_list(content, "joint_name", name, lines) or []
     jt = content.get("joint_type")
     jt = [] if jt is None else ([jt] if isinstance(jt, str) else jt)
-    if not isinstance(jt, list):
-        raise ModelError(f"{_where(name, lines, 'joint_type')}: must be a list of joint types")
-    if len(jn) != len(jt):
-        raise ModelError(
-            f"{_where(name, lines, 'joint_type')}: {len(jt)} joint_type(s) for {len(jn)} "
-            "joint_name(s); give one type per overridden joint"
-        )
+    _one_each(
+        jt, "joint_type", "joint types", len(jn), "joint_name", "per overridden joint", name, lines
+    )
     for k, (j, t) in enumerate(zip(jn, jt, strict=True)):
         key = str(t).upper() if isinstance(t, str) else None
         if key not in OVERRIDES:

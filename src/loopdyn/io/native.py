@@ -66,7 +66,7 @@ from types import MappingProxyType
 import numpy as np
 
 from loopdyn.errors import ModelError
-from loopdyn.io import MAX_BYTES
+from loopdyn.io import MAX_BYTES, as_bytes
 from loopdyn.model import (
     GROUND,
     Fixed,
@@ -535,13 +535,7 @@ def read(data, name, max_bytes=MAX_BYTES, parameters=None):
 
 
 def _read(data, name, max_bytes, parameters):
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    if len(data) > max_bytes:
-        raise ModelError(
-            f"{name}: the file is {len(data)} bytes, over the limit of {max_bytes} "
-            "bytes; pass max_bytes= to ld.load to read larger files"
-        )
+    data = as_bytes(data, name, max_bytes, "file")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -278,15 +278,7 @@ def _inertial(doc, link, what):
     if el is None:
         return None
     T, _ = _pose(doc, el, f"{what} inertial")
-    m_el = _xml.child(el, "mass")
-    mass = _xml.number(
-        doc,
-        m_el if m_el is not None else el,
-        m_el.text if m_el is not None else None,
-        f"{what} mass",
-        1.0,
-        nonnegative=True,
-    )
+    mass = _xml.child_number(doc, el, "mass", f"{what} mass", 1.0, nonnegative=True)
     i = _xml.child(el, "inertia")
     v = {"ixx": 1.0, "iyy": 1.0, "izz": 1.0, "ixy": 0.0, "ixz": 0.0, "iyz": 0.0}
     if i is not None:
@@ -294,15 +286,7 @@ def _inertial(doc, link, what):
             c = _xml.child(i, k)
             if c is not None:
                 v[k] = _xml.number(doc, c, c.text, f"{what} inertia {k}")
-    I = np.array(
-        [
-            [v["ixx"], v["ixy"], v["ixz"]],
-            [v["ixy"], v["iyy"], v["iyz"]],
-            [v["ixz"], v["iyz"], v["izz"]],
-        ]
-    )
-    R = T[:3, :3]
-    return Inertial(mass, T[:3, 3].copy(), R @ I @ R.T)
+    return Inertial.at(mass, T, v)
 
 
 def _geometry(doc, link, what, reader):
@@ -361,18 +345,15 @@ def _axis(reader, doc, j_el, tag, what, R_J):
         F = reader.pose_of(doc, x, what, _scoped(scope, expressed))
         xyz = R_J.T @ F[:3, :3] @ xyz
     limits = {}
-    lim = _xml.child(a, "limit")
-    if lim is not None:
-        for k in ("lower", "upper", "effort", "velocity"):
-            c = _xml.child(lim, k)
+    for group, keys, label in (
+        ("limit", ("lower", "upper", "effort", "velocity"), "limit "),
+        ("dynamics", ("damping", "friction", "spring_reference", "spring_stiffness"), ""),
+    ):
+        g = _xml.child(a, group)
+        for k in keys if g is not None else ():
+            c = _xml.child(g, k)
             if c is not None and c.text:
-                limits[k] = _xml.number(doc, c, c.text, f"{what} {tag} limit {k}")
-    dyn = _xml.child(a, "dynamics")
-    if dyn is not None:
-        for k in ("damping", "friction", "spring_reference", "spring_stiffness"):
-            c = _xml.child(dyn, k)
-            if c is not None and c.text:
-                limits[k] = _xml.number(doc, c, c.text, f"{what} {tag} {k}")
+                limits[k] = _xml.number(doc, c, c.text, f"{what} {tag} {label}{k}")
     return xyz, limits
 
 
@@ -505,14 +486,7 @@ def _gearbox(r, desc, link_pose, sname, el, doc, scope, parent_link, child_link,
     if ref_el is None or not (ref_el.text or "").strip():
         raise doc.error(el, what, "missing <gearbox_reference_body>")
     ref = _scoped(scope, ref_el.text.strip())
-    ratio_el = _xml.child(el, "gearbox_ratio")
-    ratio = _xml.number(
-        doc,
-        ratio_el if ratio_el is not None else el,
-        ratio_el.text if ratio_el is not None else None,
-        f"{what} ratio",
-        1.0,
-    )
+    ratio = _xml.child_number(doc, el, "gearbox_ratio", f"{what} ratio", 1.0)
     if axis is None or axis2 is None:
         raise doc.error(el, what, "a gearbox joint needs <axis> and <axis2>")
     R_J = PJ[:3, :3]

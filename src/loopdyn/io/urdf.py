@@ -63,15 +63,7 @@ def _inertial(doc, link, what):
     v = {}
     for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"):
         v[k] = _xml.number(doc, i, i.get(k), f"{what} inertia {k}")
-    I = np.array(
-        [
-            [v["ixx"], v["ixy"], v["ixz"]],
-            [v["ixy"], v["iyy"], v["iyz"]],
-            [v["ixz"], v["iyz"], v["izz"]],
-        ]
-    )
-    R = T[:3, :3]
-    return Inertial(mass, T[:3, 3].copy(), R @ I @ R.T)
+    return Inertial.at(mass, T, v)
 
 
 def _geometry(doc, link, what, base_dir, roots):

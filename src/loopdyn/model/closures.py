@@ -77,10 +77,14 @@ def rotation_form(kind, n_rot):
     return ROT_LOG
 
 
-def _triad(a):
-    """(b, c) completing the unit vector a to a right-handed orthonormal triad."""
+def _triad(a, reverse=False):
+    """(b, c) completing the unit vector a to a right-handed orthonormal triad (a, b, c):
+    b ∝ a × t, t the x axis (the y axis where a is near x), c = a × b.  ``reverse``:
+    b ∝ t × a instead, so that (b, c, a) is right-handed (the file readers' planar
+    axes, ``io._geometry.perpendicular_pair``); the same vectors negated, but for the
+    signs of zeros, which the readers keep as they always were."""
     t = np.array([1.0, 0.0, 0.0]) if abs(a[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    b = np.cross(a, t)
+    b = np.cross(t, a) if reverse else np.cross(a, t)
     b /= np.linalg.norm(b)
     c = np.cross(a, b)
     return b, c

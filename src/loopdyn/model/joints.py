@@ -60,25 +60,27 @@ class Joint:
 
 
 @dataclass(frozen=True)
-class Revolute(Joint):
-    """Rotation about ``axis`` (joint frame), one coordinate: the angle in rad."""
-
-    axis: object = "z"
-    kind = REVOLUTE
+class _OneAxis(Joint):
+    """Base of the joints of one coordinate along the unit ``axis`` of the subclass."""
 
     def axes(self, what):
         return _axis(self.axis, what), np.zeros(3)
 
 
 @dataclass(frozen=True)
-class Prismatic(Joint):
+class Revolute(_OneAxis):
+    """Rotation about ``axis`` (joint frame), one coordinate: the angle in rad."""
+
+    axis: object = "z"
+    kind = REVOLUTE
+
+
+@dataclass(frozen=True)
+class Prismatic(_OneAxis):
     """Translation along ``axis`` (joint frame), one coordinate: the displacement in m."""
 
     axis: object = "x"
     kind = PRISMATIC
-
-    def axes(self, what):
-        return _axis(self.axis, what), np.zeros(3)
 
 
 @dataclass(frozen=True)

@@ -378,23 +378,22 @@ class Model:
 
     def q_slice(self, joint):
         """Slice of q belonging to ``joint`` (a joint or body name, or body index)."""
-        i = (
-            self.joint_index(joint)
-            if isinstance(joint, str) and joint in self._joint_index
-            else self.body_index(joint)
-        )
-        t = self.topo[i]
-        return slice(int(t[2]), int(t[2] + t[4]))
+        return self._slice(joint, 2)
 
     def v_slice(self, joint):
         """Slice of v belonging to ``joint`` (a joint or body name, or body index)."""
+        return self._slice(joint, 3)
+
+    def _slice(self, joint, col):
+        """``topo`` columns ``col`` (offset) and ``col + 2`` (size) of ``joint``'s body as a
+        slice: col 2 of q, col 3 of v."""
         i = (
             self.joint_index(joint)
             if isinstance(joint, str) and joint in self._joint_index
             else self.body_index(joint)
         )
         t = self.topo[i]
-        return slice(int(t[3]), int(t[3] + t[5]))
+        return slice(int(t[col]), int(t[col] + t[col + 2]))
 
     # ------------------------------------------------------------------ states
     def neutral(self):

@@ -4,38 +4,7 @@
 are re-exported here.
 """
 
-from loopdyn.topology.mechanism import (
-    CutChoice,
-    Loop,
-    MechanismGraph,
-    Subsystem,
-    Topology,
-    build_mechanism,
-    choose_cuts,
-    elimination_order,
-    incidence,
-    loops,
-    mechanism_graph,
-    recut,
-    roman,
-    subsystems,
-    topology,
-)
+from loopdyn.topology import mechanism as _mechanism
+from loopdyn.topology.mechanism import *  # noqa: F403 - its __all__, re-exported
 
-__all__ = [
-    "CutChoice",
-    "Loop",
-    "MechanismGraph",
-    "Subsystem",
-    "Topology",
-    "build_mechanism",
-    "choose_cuts",
-    "elimination_order",
-    "incidence",
-    "loops",
-    "mechanism_graph",
-    "recut",
-    "roman",
-    "subsystems",
-    "topology",
-]
+__all__ = list(_mechanism.__all__)

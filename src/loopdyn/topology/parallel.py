@@ -35,6 +35,7 @@ import numpy as np
 
 from loopdyn.errors import ModelError
 from loopdyn.model.joints import FIXED, FREE, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, _axis
+from loopdyn.topology.disjoint_sets import DisjointSets
 from loopdyn.validation import model_arg
 
 OTHER_METHODS = (
@@ -153,24 +154,6 @@ class ParallelStructure:
         return "\n".join(lines)
 
 
-class _Clusters:
-    """Union-find of bodies welded together (fixed joints, weld closures); node nb is the ground."""
-
-    def __init__(self, n):
-        self.up = list(range(n))
-
-    def find(self, i):
-        while self.up[i] != i:
-            self.up[i] = self.up[self.up[i]]
-            i = self.up[i]
-        return i
-
-    def join(self, i, j):
-        i, j = self.find(i), self.find(j)
-        if i != j:
-            self.up[max(i, j)] = min(i, j)
-
-
 def _fail(model, assumption, detail):
     raise ModelError(
         f"{model.name} is not a parallel mechanism of the DeNOC class (Saha & Schiehlen, "
@@ -253,7 +236,7 @@ def _structure(model, platform, q):
     G = nb  # the ground's node
     if model.m == 0:
         _fail(model, "closed loops", "the model is a tree (no closures; ld.aba is its dynamics)")
-    cl = _Clusters(nb + 1)
+    cl = DisjointSets(range(nb + 1))  # bodies welded together; node nb is the ground
     for i in range(nb):
         jt = int(model.topo[i, 1])
         lam = model.parent[i]
@@ -264,11 +247,11 @@ def _structure(model, platform, q):
                 f"joint {model.joint_names[i]!r} is a free joint (a floating body)",
             )
         if jt == FIXED:
-            cl.join(i, lam if lam >= 0 else G)
+            cl.union(i, lam if lam >= 0 else G)
     for k, kind in enumerate(model.closure_kinds):
         if kind == "weld":
             a, b = (int(x) if x >= 0 else G for x in model.cl_body[k])
-            cl.join(a, b)
+            cl.union(a, b)
         elif kind == "generic":
             _closure_axes(model, k)  # raises
     base = cl.find(G)
