@@ -51,8 +51,20 @@ INTERRUPTED = -9.0  # every batch: Ctrl-C stopped the batch before this element 
 BLOCK = 1 << 14  # states per compiled call (~10-50 ms): Ctrl-C is seen between two
 
 
+class _Statuses:
+    """``failed`` (the indices of the elements whose ``status`` < 0) and ``ok`` (none)."""
+
+    @property
+    def failed(self):
+        return np.flatnonzero(self.status < 0.0)
+
+    @property
+    def ok(self):
+        return bool(np.all(self.status >= 0.0))
+
+
 @dataclass
-class BatchResult:
+class BatchResult(_Statuses):
     """The result of a batched call over N states.
 
     ``qdd`` (N, nv) accelerations or ``tau`` (N, nv) joint forces (the batch function's
@@ -84,14 +96,6 @@ class BatchResult:
     @property
     def tau(self):
         return self.out
-
-    @property
-    def failed(self):
-        return np.flatnonzero(self.status < 0.0)
-
-    @property
-    def ok(self):
-        return bool(np.all(self.status >= 0.0))
 
 
 # ------------------------------------------------------------------ compiled loops
@@ -543,7 +547,7 @@ def _deriv_chunks(CTX, WB, Q, V, TAU, QDD, LAM, BB, ST, mode):
 
 
 @dataclass
-class DerivativesBatchResult:
+class DerivativesBatchResult(_Statuses):
     """``ld.forward_dynamics_derivatives_batch`` over N states.
 
     ``qdd`` (N, nv), ``lam`` (N, m); ``dqdd_dq``, ``dqdd_dv``, ``dqdd_dtau`` (N, nv, nv)
@@ -577,14 +581,6 @@ class DerivativesBatchResult:
     dlam_dq = property(lambda s: s._part(1, 0))
     dlam_dv = property(lambda s: s._part(1, 1))
     dlam_dtau = property(lambda s: s._part(1, 2))
-
-    @property
-    def failed(self):
-        return np.flatnonzero(self.status < 0.0)
-
-    @property
-    def ok(self):
-        return bool(np.all(self.status >= 0.0))
 
 
 def forward_dynamics_derivatives_batch(

@@ -58,14 +58,8 @@ class NonUniqueWarning(UserWarning):
     result says so (``unique`` False, ``tau_unique`` True)."""
 
 
-class SimulationError(LoopdynError):
-    """``ld.simulate`` stopped before ``t_end``.
-
-    Carries what was computed: ``trajectory`` (a :class:`loopdyn.Trajectory` up to
-    the stop, ``trajectory.completed`` False), and the last accepted state: time
-    ``t``, configuration ``q``, velocity ``v`` and the ``condition`` number of the
-    constraint solve there (``inf`` when singular, None if unknown).
-    """
+class _StoppedSimulation:
+    """Mixin of the exceptions that stop ``ld.simulate`` with what it computed."""
 
     def __init__(self, message, trajectory=None, t=None, q=None, v=None, condition=None):
         super().__init__(message)
@@ -74,6 +68,16 @@ class SimulationError(LoopdynError):
         self.q = q
         self.v = v
         self.condition = condition
+
+
+class SimulationError(_StoppedSimulation, LoopdynError):
+    """``ld.simulate`` stopped before ``t_end``.
+
+    Carries what was computed: ``trajectory`` (a :class:`loopdyn.Trajectory` up to
+    the stop, ``trajectory.completed`` False), and the last accepted state: time
+    ``t``, configuration ``q``, velocity ``v`` and the ``condition`` number of the
+    constraint solve there (``inf`` when singular, None if unknown).
+    """
 
 
 class SimulationSingularityError(SimulationError, SingularityError):
@@ -84,18 +88,10 @@ class SimulationSingularityError(SimulationError, SingularityError):
     """
 
 
-class SimulationInterrupted(KeyboardInterrupt):
+class SimulationInterrupted(_StoppedSimulation, KeyboardInterrupt):
     """``ld.simulate`` was interrupted (Ctrl-C): still a ``KeyboardInterrupt``, so a
     script stops, but carrying what was computed, like :class:`SimulationError`:
     ``trajectory`` (up to the last accepted step), ``t``, ``q``, ``v``, ``condition``."""
-
-    def __init__(self, message, trajectory=None, t=None, q=None, v=None, condition=None):
-        super().__init__(message)
-        self.trajectory = trajectory
-        self.t = t
-        self.q = q
-        self.v = v
-        self.condition = condition
 
 
 class BatchInterrupted(KeyboardInterrupt):

@@ -10,9 +10,8 @@ relative to its parent.  Dimensions of every four-bar are Saha & Schiehlen's
 
 import numpy as np
 
-from loopdyn.analysis.assembly import assemble
 from loopdyn.errors import ModelError
-from loopdyn.examples.params import parameters
+from loopdyn.examples.params import assembled, parameters
 from loopdyn.examples.planar import G_PLANAR, _angle, circle_intersection
 from loopdyn.examples.shapes import box, rod
 from loopdyn.model import ModelBuilder, Revolute
@@ -28,13 +27,6 @@ def _four_bar_angles(theta1):
     A = _A1 * np.array([np.cos(theta1), np.sin(theta1)])
     B = circle_intersection(A, _A2, (_A4, 0.0), _A3)
     return theta1, _angle(A, B) - theta1, _angle((_A4, 0.0), B), B
-
-
-def _finish(model, guess, description):
-    model.q0 = assemble(model, guess)
-    model.q0.setflags(write=False)
-    model.description = description
-    return model
 
 
 @parameters(
@@ -82,7 +74,7 @@ def four_bar_cut(cut="internal", theta1=np.pi / 6):
         raise ModelError(
             f"four_bar_cut: parameter cut must be 'internal' or 'terminal', got {cut!r}"
         )
-    return _finish(b.build(), guess, f"four-bar, {cut} cut (Jain Sec. 5.2-5.3)")
+    return assembled(b.build(), guess, f"four-bar, {cut} cut (Jain Sec. 5.2-5.3)")
 
 
 @parameters(N=("count", "number of four-bars"), theta1=("rad", "crank angle of each four-bar"))
@@ -122,7 +114,7 @@ def four_bar_chain(N=4, theta1=np.pi / 6):
         guess[model.q_slice(f"crank{k}")] = th1
         guess[model.q_slice(f"coupler{k}")] = th2
         guess[model.q_slice(f"rocker{k}")] = th3
-    return _finish(model, guess, f"{N} four-bars in series (Jain Sec. 5.2)")
+    return assembled(model, guess, f"{N} four-bars in series (Jain Sec. 5.2)")
 
 
 @parameters(
@@ -237,8 +229,8 @@ def closed_knee_leg(knee_angle=0.9, geared=False, ratio=8.0):
     guess[model.q_slice("shank")] = th_s
     if geared:
         guess[model.q_slice("knee_rotor")] = ratio * knee_angle
-        return _finish(model, guess, "leg with a geared four-bar knee")
-    return _finish(model, guess, "leg with a four-bar (pushrod) knee")
+        return assembled(model, guess, "leg with a geared four-bar knee")
+    return assembled(model, guess, "leg with a four-bar (pushrod) knee")
 
 
 __all__ = ["closed_knee_leg", "four_bar_chain", "four_bar_cut", "geared_chain"]

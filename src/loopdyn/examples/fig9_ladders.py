@@ -28,7 +28,7 @@ dimensions (its figure is not in our copy); these are our reading.
 
 import numpy as np
 
-from loopdyn.examples.params import parameters
+from loopdyn.examples.params import assembled, parameters
 from loopdyn.examples.shapes import rod
 from loopdyn.model import ModelBuilder, Universal
 
@@ -42,7 +42,6 @@ POSTS_KG, RUNGS_KG, PENDULUMS_KG = 2.0, 1.0, 3.0  # totals, whatever L
 def hooke_ladder(L=4):
     """Fig. 9 ladder with Hooke's-joint rungs closed by universal joints (module
     docstring): N = 2L + 1 bodies, n = 4L + 2, m = 4L, 2 DOF (post 0 actuated)."""
-    from loopdyn.analysis.assembly import assemble
     from loopdyn.examples.ladders import spatial_ladder_geometry
 
     L = _count(L)
@@ -65,10 +64,7 @@ def hooke_ladder(L=4):
     for k in range(L):  # each rung pitched toward the next post's lower end
         d = lower[k + 1] - lower[k]
         guess[model.q_slice(f"rung{k}").start] = np.arctan2(-d[2], d[0])
-    model.q0 = assemble(model, guess)
-    model.q0.setflags(write=False)
-    model.description = f"Fig. 9 spatial ladder with Hooke's-joint rungs, L = {L}"
-    return model
+    return assembled(model, guess, f"Fig. 9 spatial ladder with Hooke's-joint rungs, L = {L}")
 
 
 @parameters(L=("count", "number of cells (two pendulums each)"))
@@ -107,9 +103,4 @@ def _count(L):
 
 
 def _finish(model, description):
-    from loopdyn.analysis.assembly import assemble
-
-    model.q0 = assemble(model, model.neutral())
-    model.q0.setflags(write=False)
-    model.description = description
-    return model
+    return assembled(model, model.neutral(), description)

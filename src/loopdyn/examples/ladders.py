@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from loopdyn.examples.params import parameters
+from loopdyn.examples.params import assembled, parameters
 from loopdyn.examples.shapes import rod
 from loopdyn.model import ModelBuilder, Revolute, Universal
 
@@ -42,7 +42,6 @@ def spatial_ladder_tree(L=4):
 
 
 def _ladder(L, closed):
-    from loopdyn.analysis.assembly import assemble
 
     if int(L) < 1:
         raise ValueError("spatial_ladder needs L >= 1")
@@ -77,7 +76,4 @@ def _ladder(L, closed):
     for k in range(L):
         d = lower[k + 1] - lower[k]
         guess[model.q_slice(f"rung{k}")] = np.arctan2(-d[2], d[0])
-    model.q0 = assemble(model, guess)
-    model.q0.setflags(write=False)
-    model.description = f"spatial ladder, L = {L} loops"
-    return model
+    return assembled(model, guess, f"spatial ladder, L = {L} loops")

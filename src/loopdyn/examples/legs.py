@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from loopdyn.examples.params import parameters
+from loopdyn.examples.params import assembled, parameters
 from loopdyn.model import ModelBuilder, Prismatic, Revolute, Spherical, Universal
 
 _X, _Y, _Z = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
@@ -481,10 +481,7 @@ def build(name, closures="minimal"):
     else:
         over = {}
     model = _with_closures(B, specs, over)
-    model.q0 = assemble(model, model.neutral())
-    model.q0.setflags(write=False)
-    model.description = leg.description
-    return model
+    return assembled(model, model.neutral(), leg.description)
 
 
 def _with_closures(builder, specs, over):

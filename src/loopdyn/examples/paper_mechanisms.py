@@ -16,8 +16,7 @@ documented in each docstring and in ``docs/sslm.md``.
 
 import numpy as np
 
-from loopdyn.analysis.assembly import assemble
-from loopdyn.examples.params import parameters
+from loopdyn.examples.params import assembled, parameters
 from loopdyn.examples.planar import G_PLANAR, _angle, circle_intersection
 from loopdyn.examples.shapes import rod
 from loopdyn.model import ModelBuilder, Prismatic, Revolute
@@ -131,10 +130,7 @@ def carpet_scraper(theta1=0.0):
     guess = np.array([theta1, al2, al3 - al2 - np.pi, al4, al5 - al4, al6 - al4, al7 - al6])
     guess[1:] = np.angle(np.exp(1j * guess[1:]))  # passive angles in (-π, π]
     model = b.build()
-    model.q0 = assemble(model, guess)
-    model.q0.setflags(write=False)
-    model.description = "carpet scraping mechanism (reduced-order paper, Sec. 4.1)"
-    return model
+    return assembled(model, guess, "carpet scraping mechanism (reduced-order paper, Sec. 4.1)")
 
 
 # 3-RRR (Table 1): proximal links #1, #6, #7 0.4 m, 3 kg; distal links #2, #4, #5 0.6 m,
@@ -146,6 +142,14 @@ _RRR_LD = 0.6
 _RRR_MD = 4.0
 _RRR_SIDE = 0.4
 _RRR_BASE_SIDE = 1.6
+
+
+def _rrr_proximal(b, name, corner, joint_name):
+    """A proximal 3-RRR link (#1, #6, #7): on an actuated revolute at a base ``corner``."""
+    b.add_body(
+        name, "ground", Revolute("z"), xyz=(*corner, 0), joint_name=joint_name, actuated=True,
+        **rod(_RRR_M, _RRR_L),
+    )  # fmt: skip
 
 
 def three_rrr_base():
@@ -196,15 +200,7 @@ def three_rrr(theta=THREE_RRR_THETA):
     L, Ld, d = _RRR_L, _RRR_LD, _RRR_SIDE
     B = three_rrr_base()
     b = ModelBuilder("three_rrr", gravity=G_PLANAR, planar=True)
-    b.add_body(
-        "link1",
-        "ground",
-        Revolute("z"),
-        xyz=(*B[0], 0),
-        joint_name="j1",
-        actuated=True,
-        **rod(_RRR_M, L),
-    )
+    _rrr_proximal(b, "link1", B[0], "j1")
     b.add_body("link2", "link1", Revolute("z"), xyz=(L, 0, 0), joint_name="j2", **rod(_RRR_MD, Ld))
     b.add_body(
         "link3", "link2", Revolute("z"), xyz=(Ld, 0, 0), joint_name="j3",
@@ -216,24 +212,8 @@ def three_rrr(theta=THREE_RRR_THETA):
         "link5", "link3", Revolute("z"), xyz=(*p3, 0), rpy=(0, 0, np.pi / 3), joint_name="j5",
         **rod(_RRR_MD, Ld),
     )  # fmt: skip
-    b.add_body(
-        "link6",
-        "ground",
-        Revolute("z"),
-        xyz=(*B[1], 0),
-        joint_name="j8",
-        actuated=True,
-        **rod(_RRR_M, L),
-    )
-    b.add_body(
-        "link7",
-        "ground",
-        Revolute("z"),
-        xyz=(*B[2], 0),
-        joint_name="j9",
-        actuated=True,
-        **rod(_RRR_M, L),
-    )
+    _rrr_proximal(b, "link6", B[1], "j8")
+    _rrr_proximal(b, "link7", B[2], "j9")
     b.add_frame("j6_on_link4", "link4", xyz=(Ld, 0, 0))
     b.add_frame("j6_on_link6", "link6", xyz=(L, 0, 0))
     b.add_frame("j7_on_link5", "link5", xyz=(Ld, 0, 0))
@@ -251,10 +231,9 @@ def three_rrr(theta=THREE_RRR_THETA):
         th1, al4 - th1, a7 - al4, _angle(P2, E[1]) - a7, _angle(P3, E[2]) - a7 - np.pi / 3,
         th6, th7,
     ]  # fmt: skip
-    model.q0 = assemble(model, np.array(guess))
-    model.q0.setflags(write=False)
-    model.description = "3-RRR planar parallel manipulator (reduced-order paper, Sec. 4.2)"
-    return model
+    return assembled(
+        model, np.array(guess), "3-RRR planar parallel manipulator (reduced-order paper, Sec. 4.2)"
+    )
 
 
 def _rrr_platform(B, theta, x0=(0.3039, -0.2484, 1.3832)):
@@ -425,10 +404,11 @@ def excavator():
         b.add_frame(f"{name}_on_{body_b}", body_b, xyz=local(body_b, P[pin]))
         b.add_closure(name, f"{name}_on_{body_a}", f"{name}_on_{body_b}", "revolute")
     model = b.build()
-    model.q0 = assemble(model, np.array(q0))
-    model.q0.setflags(write=False)
-    model.description = "excavator arm after Fig. 1 of the reduced-order paper (designed geometry)"
-    return model
+    return assembled(
+        model,
+        np.array(q0),
+        "excavator arm after Fig. 1 of the reduced-order paper (designed geometry)",
+    )
 
 
 __all__ = [

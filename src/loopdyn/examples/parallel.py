@@ -10,8 +10,7 @@ angles of the home pose are zero but the actuated ones).
 
 import numpy as np
 
-from loopdyn.analysis.assembly import assemble
-from loopdyn.examples.params import parameters
+from loopdyn.examples.params import assembled, parameters
 from loopdyn.examples.shapes import rod
 from loopdyn.model import Fixed, ModelBuilder, Prismatic, Revolute, Spherical, Universal
 
@@ -133,10 +132,9 @@ def stewart(height=STEWART_HEIGHT, segments=1):
         b.add_frame(f"S{i + 1}_on_platform", "platform", xyz=P[i] - P[0])
         b.add_closure(f"S{i + 1}", f"S{i + 1}_on_piston{i + 1}", f"S{i + 1}_on_platform", "ball")
     model = b.build()
-    model.q0 = assemble(model, np.array(q0))
-    model.q0.setflags(write=False)
-    model.description = "6-UPS Gough-Stewart platform (flight-simulator geometry)"
-    return model
+    return assembled(
+        model, np.array(q0), "6-UPS Gough-Stewart platform (flight-simulator geometry)"
+    )
 
 
 # Delta robot (m, kg)
@@ -243,10 +241,9 @@ def delta(home=DELTA_HOME, segments=1):
                 "universal", axis="z", axis2=a,
             )  # fmt: skip
     model = b.build()
-    model.q0 = assemble(model, np.array(q0))
-    model.q0.setflags(write=False)
-    model.description = "Clavel Delta robot (parallelograms as universal-universal forearms)"
-    return model
+    return assembled(
+        model, np.array(q0), "Clavel Delta robot (parallelograms as universal-universal forearms)"
+    )
 
 
 __all__ = ["delta", "delta_arm_angle", "stewart", "stewart_geometry"]

@@ -7,7 +7,7 @@ them (``loopdyn models --params``).  Units: ``"rad"`` (angles; on the command li
 they need a unit, ``90deg`` or ``1.57rad``), ``"m"``, ``"count"`` (a positive
 integer), ``"seed"`` (a non-negative integer), ``"flag"`` (a bool: ``true``/``false``
 on the command line), ``"text"`` (a string; the factory checks its choices) and ``"-"``
-(other numbers).
+(other numbers).  ``assembled`` is every factory's last step.
 """
 
 import functools
@@ -29,6 +29,17 @@ class Parameter:
     unit: str
     meaning: str
     default: object
+
+
+def assembled(model, guess, description):
+    """``model`` with ``q0`` assembled from ``guess`` (``ld.assemble``; read-only) and
+    its ``description``: the last step of a catalog factory."""
+    from loopdyn.analysis.assembly import assemble
+
+    model.q0 = assemble(model, guess)
+    model.q0.setflags(write=False)
+    model.description = description
+    return model
 
 
 def parameters(**spec):

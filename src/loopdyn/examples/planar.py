@@ -6,8 +6,7 @@ its angle relative to its parent link (the papers' θ2 convention).
 
 import numpy as np
 
-from loopdyn.analysis.assembly import assemble
-from loopdyn.examples.params import parameters
+from loopdyn.examples.params import assembled, parameters
 from loopdyn.examples.shapes import box, rod
 from loopdyn.model import ModelBuilder, Revolute
 
@@ -53,10 +52,7 @@ def four_bar(theta1=np.pi / 6):
     B = circle_intersection(A, a2, (a4, 0.0), a3)
     guess = [theta1, _angle(A, B) - theta1, _angle((a4, 0.0), B)]
     model = b.build()
-    model.q0 = assemble(model, guess)
-    model.q0.setflags(write=False)
-    model.description = "four-bar linkage (Saha & Schiehlen Sec. VI.A)"
-    return model
+    return assembled(model, guess, "four-bar linkage (Saha & Schiehlen Sec. VI.A)")
 
 
 @parameters(
@@ -86,10 +82,7 @@ def five_bar(theta1=np.pi / 6, theta2=np.pi / 6):
     P = circle_intersection(A1, a21, A2, a22)
     guess = [theta1, _angle(A1, P) - theta1, theta2, _angle(A2, P) - theta2]
     model = b.build()
-    model.q0 = assemble(model, guess)
-    model.q0.setflags(write=False)
-    model.description = "five-bar parallel manipulator (Saha & Schiehlen Sec. VI.B)"
-    return model
+    return assembled(model, guess, "five-bar parallel manipulator (Saha & Schiehlen Sec. VI.B)")
 
 
 @parameters(
@@ -116,10 +109,7 @@ def slider_crank(crank=0.15, rod_length=0.5, theta=np.pi / 4):
     x = A[0] + np.sqrt(rod_length**2 - A[1] ** 2)
     phi = _angle(A, (x, 0.0))
     model = b.build()
-    model.q0 = assemble(model, [theta, phi - theta, -phi])
-    model.q0.setflags(write=False)
-    model.description = "slider-crank (prismatic closure)"
-    return model
+    return assembled(model, [theta, phi - theta, -phi], "slider-crank (prismatic closure)")
 
 
 @parameters(L=("count", "number of rungs (loops)"))
