@@ -1,5 +1,5 @@
-"""The link/joint graph that the URDF, SDFormat and MJCF readers fill, and its
-translation into a loopdyn :class:`~loopdyn.Model`.
+"""The translation of the link/joint graph that the URDF, SDFormat and MJCF readers
+fill (``loopdyn.io._description``) into a loopdyn :class:`~loopdyn.Model`.
 
 A reader describes the file as links (rigid parts with an optional inertial) and
 joints (a kind, a parent and a child link, the joint frame on each of them), plus
@@ -22,11 +22,21 @@ Frames: a loopdyn body frame is its tree joint's frame (it moves with the joint)
 ``metadata["links"][link]`` gives each file link's body and its pose in that body.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from loopdyn.errors import AssemblyError, LoopdynError, ModelError
+from loopdyn.io._description import (
+    KINDS,
+    WORLD,
+    Coupling,
+    Description,
+    Inertial,
+    Joint,
+    Link,
+    Loop,
+)
 from loopdyn.io._geometry import combine_inertias, inv, perpendicular_pair, unit
 from loopdyn.model import (
     GROUND,
@@ -39,135 +49,6 @@ from loopdyn.model import (
 )
 from loopdyn.model.model import triangle_inequality
 from loopdyn.topology.disjoint_sets import DisjointSets
-
-WORLD = "world"
-
-#: joint kinds a reader may use
-KINDS = (
-    "revolute",
-    "continuous",
-    "prismatic",
-    "fixed",
-    "ball",
-    "universal",
-    "floating",
-    "planar",
-)
-
-
-@dataclass
-class Inertial:
-    """Mass (kg), centre of mass (m, link frame) and inertia about it (kg·m², link axes)."""
-
-    mass: float
-    com: np.ndarray
-    inertia: np.ndarray
-
-    @classmethod
-    def at(cls, mass, T, v):
-        """``mass`` at the origin of the inertial frame ``T`` (4×4, link frame), with the
-        inertia entries ``v`` (``ixx`` ... ``izz``, about the centre of mass, T's axes)."""
-        I = np.array(
-            [
-                [v["ixx"], v["ixy"], v["ixz"]],
-                [v["ixy"], v["iyy"], v["iyz"]],
-                [v["ixz"], v["iyz"], v["izz"]],
-            ]
-        )
-        R = T[:3, :3]
-        return cls(mass, T[:3, 3].copy(), R @ I @ R.T)
-
-
-@dataclass
-class Link:
-    """A rigid part of the file.  ``pose``: its world pose at the reference configuration
-    when the file gives it (SDFormat, MJCF), used for free and welded roots."""
-
-    name: str
-    inertial: Inertial | None
-    line: int
-    pose: np.ndarray | None = None
-    geometry: list = field(default_factory=list)
-
-
-@dataclass
-class Joint:
-    """A joint of the file: the frame J is fixed on the parent link at ``X_pj`` and on the
-    child link at ``X_cj`` (4×4, link frames); at q = 0 the two coincide.  Axes are in J."""
-
-    name: str
-    kind: str
-    parent: str
-    child: str
-    X_pj: np.ndarray
-    X_cj: np.ndarray
-    line: int
-    axis: np.ndarray | None = None
-    axis2: np.ndarray | None = None
-    limits: dict | None = None
-
-
-@dataclass
-class Loop:
-    """An explicit loop closure: frame A on ``link_a`` at ``X_a`` coincides with frame B on
-    ``link_b`` at ``X_b`` up to the motion of a joint of ``kind`` (axes in frame A)."""
-
-    name: str
-    kind: str
-    link_a: str
-    X_a: np.ndarray
-    link_b: str
-    X_b: np.ndarray
-    line: int
-    axis: np.ndarray | None = None
-    axis2: np.ndarray | None = None
-    #: kind "generic": the constrained directions (unit vectors in frame A)
-    rotation_axes: tuple = ()
-    translation_axes: tuple = ()
-    #: where the loop was written when not in the tree file (``loops=``: YAML file, line,
-    #: entry); errors then name it instead of the tree file's line
-    where: str | None = None
-
-
-@dataclass
-class Coupling:
-    """q_b = ratio · q_a + offset between two one-coordinate joints."""
-
-    name: str
-    joint_a: str
-    joint_b: str
-    ratio: float
-    offset: float
-    line: int
-    source: str
-
-
-@dataclass
-class Description:
-    """What a reader found in a file."""
-
-    name: str
-    fmt: str
-    file: str
-    links: list = field(default_factory=list)
-    joints: list = field(default_factory=list)
-    loops: list = field(default_factory=list)
-    couplings: list = field(default_factory=list)
-    gravity: tuple = (0.0, 0.0, -9.81)
-    actuated: list = field(default_factory=list)
-    floating_default: bool = False
-    root_hint: str | None = None
-    line: int = 1
-    notes: list = field(default_factory=list)
-    extra: dict = field(default_factory=dict)
-    #: named frames: (name, link, 4×4 pose in the link frame, line)
-    frames: list = field(default_factory=list)
-    #: reference coordinates of some joints (file joint name -> values), else neutral
-    q_init: dict = field(default_factory=dict)
-
-    def error(self, line, what, message):
-        where = f"{self.file} line {line}"
-        return ModelError(f"{where}, {what}: {message}" if what else f"{where}: {message}")
 
 
 def _unit_axes(item, d, what):

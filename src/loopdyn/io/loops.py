@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from loopdyn.errors import ModelError
-from loopdyn.io._graph import WORLD, Loop
+from loopdyn.io._description import WORLD, Loop
 
 #: the convention's closure types -> loopdyn reader kinds
 TYPES = {"6d": "fixed", "3d": "ball"}

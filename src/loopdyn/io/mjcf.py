@@ -36,8 +36,8 @@ import numpy as np
 
 from loopdyn.errors import ModelError
 from loopdyn.io import _xml
+from loopdyn.io._description import WORLD, Coupling, Description, Inertial, Joint, Link, Loop
 from loopdyn.io._geometry import quat_matrix, transform
-from loopdyn.io._graph import WORLD, Coupling, Description, Inertial, Joint, Link, Loop
 
 _FILE_ATTRS = {
     "include": "file",

@@ -26,8 +26,8 @@ import numpy as np
 
 from loopdyn.errors import ModelError
 from loopdyn.io import _xml
+from loopdyn.io._description import WORLD, Coupling, Description, Inertial, Joint, Link, Loop
 from loopdyn.io._geometry import inv, quat_matrix, rpy_matrix, transform
-from loopdyn.io._graph import WORLD, Coupling, Description, Inertial, Joint, Link, Loop
 
 MODEL = "__model__"
 _JOINT_TYPES = (
@@ -358,7 +358,7 @@ def _axis(reader, doc, j_el, tag, what, R_J):
 
 
 def read(data, name, path=None, package_dirs=None, max_bytes=_xml.MAX_BYTES, model_name=None):
-    """A :class:`~loopdyn.io._graph.Description` of SDFormat text ``data`` (file ``name``)."""
+    """A :class:`~loopdyn.io._description.Description` of SDFormat text ``data`` (file ``name``)."""
     doc = _xml.parse(data, name, max_bytes)
     melem = _find_model(doc, model_name)
     r = _Reader(name, path, package_dirs, max_bytes)

@@ -32,8 +32,8 @@ import numpy as np
 
 from loopdyn.errors import ModelError
 from loopdyn.io import _xml
+from loopdyn.io._description import WORLD, Coupling, Description, Inertial, Joint, Link, Loop
 from loopdyn.io._geometry import pose, transform
-from loopdyn.io._graph import WORLD, Coupling, Description, Inertial, Joint, Link, Loop
 
 _TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 
@@ -212,7 +212,7 @@ def _drake_ball(doc, el, k):
 
 
 def read(data, name, path=None, package_dirs=None, max_bytes=_xml.MAX_BYTES, floating_base=None):
-    """A :class:`~loopdyn.io._graph.Description` of URDF text ``data`` (file ``name``).
+    """A :class:`~loopdyn.io._description.Description` of URDF text ``data`` (file ``name``).
 
     A link named ``world`` is the ground, unless ``floating_base`` is True: then, as
     in Pinocchio, it is an ordinary (massless) root link under the free joint.
