@@ -155,6 +155,29 @@ def cholesky_solve_rows6(L, di, X, nrows):
             X[a, i] = t * di[i]
 
 
+@njit(cache=True, inline="always")
+def _eliminate(A, n, k):
+    """Gaussian elimination below the pivot A[k, k] of the leading n × n block: the
+    multipliers l_ik = a_ik / a_kk stored in place of a_ik, row i -= l_ik row k (rows
+    with an exact-zero multiplier untouched, so the factors keep the sparsity)."""
+    inv = 1.0 / A[k, k]
+    for i in range(k + 1, n):
+        f = A[i, k]
+        if f != 0.0:
+            f *= inv
+            A[i, k] = f
+            for j in range(k + 1, n):
+                A[i, j] -= f * A[k, j]
+
+
+@njit(cache=True, inline="always")
+def _pivot_ratio(n, umin, umax):
+    """|u|_min / |u|_max of the pivots (0: a zero pivot; 1 for n = 0)."""
+    if n == 0:
+        return 1.0
+    return umin / umax if umax > 0.0 else 0.0
+
+
 @njit(cache=True)
 def lu_inplace(A, n, piv):
     """PA = LU with partial pivoting, in place.  Returns |u|_min / |u|_max (0: singular;
@@ -176,16 +199,8 @@ def lu_inplace(A, n, piv):
                 A[k, j], A[p, j] = A[p, j], A[k, j]
         umin = min(umin, big)
         umax = max(umax, big)
-        inv = 1.0 / A[k, k]
-        for i in range(k + 1, n):
-            f = A[i, k] * inv
-            A[i, k] = f
-            if f != 0.0:
-                for j in range(k + 1, n):
-                    A[i, j] -= f * A[k, j]
-    if n == 0:
-        return 1.0
-    return umin / umax if umax > 0.0 else 0.0
+        _eliminate(A, n, k)
+    return _pivot_ratio(n, umin, umax)
 
 
 @njit(cache=True)
@@ -207,17 +222,8 @@ def lu_nopivot_inplace(A, n, piv):
             return 0.0
         umin = min(umin, abs(d))
         umax = max(umax, abs(d))
-        inv = 1.0 / d
-        for i in range(k + 1, n):
-            f = A[i, k]
-            if f != 0.0:
-                f *= inv
-                A[i, k] = f
-                for j in range(k + 1, n):
-                    A[i, j] -= f * A[k, j]
-    if n == 0:
-        return 1.0
-    return umin / umax if umax > 0.0 else 0.0
+        _eliminate(A, n, k)
+    return _pivot_ratio(n, umin, umax)
 
 
 @njit(cache=True)

@@ -40,6 +40,13 @@ numba's object mode, ~1 µs): the ``progress`` callback of ``ld.simulate``, and 
 which a run on the main thread turns into a flag while it lasts (``_Poll``) so that it
 stops at the last accepted step and raises ``SimulationInterrupted`` with the motion so
 far, as the Python loop does.
+
+Why one module of ~1,400 lines: it is one numba function (``loop``, ~360 lines: every
+integrator, stabilisation, monitor and output of the loop inside one compiled frame, so
+that a run never returns to Python between steps) with the helpers it inlines or calls,
+and its Python driver (``run``), which packs the loop's arguments and unpacks its
+outputs and so changes whenever the loop does; ``sim.dop853`` holds the DOP853
+coefficients.
 """
 
 import itertools
@@ -530,16 +537,14 @@ def _frame(ctx, q, Nref, rows):
     return ratio >= MOBILITY_TOL, N, sign, ref, worse
 
 
-@njit(cache=True, inline="always")  # one call site: no library of its own to optimise
-def _rk_step(fn, S, t, y, h, K, W, A, B, C):
-    """One explicit Runge–Kutta step of size h from (t, y) with K[0] = f(t, y) (scipy's
-    ``rk_step``) for the tableau A, B, C of s = len(B) stages (DOP853: s = 12, RK45:
-    s = 6; C[s] = 1, the new point): the stages K[1..s-1], the solution ``yd`` and
-    K[s] = f(t + h, yd).  ``W``: the work arrays (ys, yd, qdd, lam, u).  The status of
-    the last right-hand side (> 0), or of the one that failed."""
-    ys, yd, qdd, lam, u = W
-    ns = B.shape[0]
-    for s in range(1, ns):
+@njit(cache=True, inline="always")  # two call sites, both inlined into the loop
+def _stages(fn, S, t, y, h, K, W, A, C, first, stop):
+    """The Runge–Kutta stages K[s] = f(t + C[s] h, y + h Σ_{j<s} A[s, j] K[j]) for
+    s = first .. stop - 1 (K[:first] given), evaluated at the work vector ``W[0]``.
+    The status of the last right-hand side (> 0), or of the one that failed."""
+    ys, _, qdd, lam, u = W
+    st = 1.0
+    for s in range(first, stop):
         for i in range(y.shape[0]):
             acc = 0.0
             for j in range(s):
@@ -548,6 +553,21 @@ def _rk_step(fn, S, t, y, h, K, W, A, B, C):
         st = _rhs(fn, S, t + C[s] * h, ys, K[s], qdd, lam, u)
         if not st > 0.0:
             return st
+    return st
+
+
+@njit(cache=True, inline="always")  # one call site: no library of its own to optimise
+def _rk_step(fn, S, t, y, h, K, W, A, B, C):
+    """One explicit Runge–Kutta step of size h from (t, y) with K[0] = f(t, y) (scipy's
+    ``rk_step``) for the tableau A, B, C of s = len(B) stages (DOP853: s = 12, RK45:
+    s = 6; C[s] = 1, the new point): the stages K[1..s-1], the solution ``yd`` and
+    K[s] = f(t + h, yd).  ``W``: the work arrays (ys, yd, qdd, lam, u).  The status of
+    the last right-hand side (> 0), or of the one that failed."""
+    _, yd, qdd, lam, u = W
+    ns = B.shape[0]
+    st = _stages(fn, S, t, y, h, K, W, A, C, 1, ns)
+    if not st > 0.0:
+        return st
     for i in range(y.shape[0]):
         acc = 0.0
         for j in range(ns):
@@ -579,16 +599,10 @@ def _dop_dense(fn, S, t, y, h, K, F, W):
     """DOP853's dense output of the step (t, y) -> (t + h, yd) (scipy's
     ``_dense_output_impl``): the extra stages K[13..15], then the 7 rows of F.  1, or
     the status of the right-hand side that failed."""
-    ys, yd, qdd, lam, u = W
-    for s in range(13, 16):
-        for i in range(y.shape[0]):
-            acc = 0.0
-            for j in range(s):
-                acc += _DA[s, j] * K[j, i]
-            ys[i] = y[i] + h * acc
-        st = _rhs(fn, S, t + _DC[s] * h, ys, K[s], qdd, lam, u)
-        if not st > 0.0:
-            return st
+    yd = W[1]
+    st = _stages(fn, S, t, y, h, K, W, _DA, _DC, 13, 16)
+    if not st > 0.0:
+        return st
     for i in range(y.shape[0]):
         dy = yd[i] - y[i]
         F[0, i] = dy
