@@ -210,32 +210,6 @@ def test_a_compiled_function_is_called_at_its_address():
     assert first == (ni.address_of(slm.ENTRY.compile(), slm.ENTRY.signature.args), 0)
 
 
-def test_fast_flag_comparisons_keep_numbas_values():
-    """``install_fast_flag_comparisons``: the hash and equality of compiler Flags are
-    numba's own (recomputed here as numba defines them), only faster."""
-    from numba.core import targetconfig
-    from numba.core.compiler import Flags
-
-    cls = targetconfig.TargetConfig
-    assert getattr(cls.__hash__, "_loopdyn", False), "loopdyn's Flags comparisons not installed"
-    assert hasattr(Flags(), "_values") and len(Flags.options) > 10, (
-        "numba's TargetConfig no longer keeps its explicit values in _values"
-    )
-
-    def values(f):  # numba's TargetConfig.values
-        return {k: getattr(f, k) for k in f.options}
-
-    a, b, c, d = Flags(), Flags(), Flags(), Flags()
-    b.nrt = True
-    c.nrt = True
-    d.nrt = Flags.options["nrt"].default  # explicit, but the default value
-    for x in (a, b, c, d):
-        assert hash(x) == hash(tuple(sorted(values(x))))
-        for y in (a, b, c, d):
-            assert (x == y) == (values(x) == values(y)), (x, y)
-    assert b == c and a == d and a != b
-
-
 def test_importing_loopdyn_turns_off_numbas_error_colouring():
     """numba's NOPColorScheme (no colorama call per rejected overload while typing) when
     loopdyn is imported first; numba renames the variable or the class: this fails."""

@@ -17,7 +17,6 @@ _os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
 from loopdyn.kernels import numba_internals as _numba_internals
 
 _numba_internals.install_cache_locator()  # before any kernel is defined: see that module
-_numba_internals.install_fast_flag_comparisons()  # compile time (same semantics): idem
 _numba_internals.install_call_type_memo()  # compile time (same types): idem
 
 from loopdyn import examples, interop, io, methods, topology, viz

@@ -1,7 +1,12 @@
 """The parts of numba loopdyn uses beyond its documented API, in one place.
 
 ``tests/test_numba_internals.py`` checks each of them against the installed numba
-and fails loudly if a release changes one.
+and fails loudly if a release changes one.  Each item says what it is for and what it
+was measured to buy: items 1-8 are what the kernel convention (views of one buffer,
+no reference counting, one compiled signature, methods called at an address) stands
+on, and numba's public API offers no equivalent; item 9 only shortens compiling and
+was measured again on 2026-11-29, when a former item that no longer paid was removed
+(end of this list).
 
 1. ``block`` (an ``@intrinsic`` built with numba's array helpers ``make_array`` /
    ``populate_array``): a C-contiguous view of a slice of a 1-D buffer, optionally
@@ -66,14 +71,7 @@ and fails loudly if a release changes one.
    simulation loop) is compiled once for every method, and does not link and
    re-optimise the method's kernels into itself (linking them cost 5-100 s of
    compilation per method and per loop on an empty cache).
-9. ``install_fast_flag_comparisons``: numba's typing looks up every call's overload in
-   a cache keyed on the compiler ``Flags`` (a ``TargetConfig``), whose ``__hash__`` and
-   ``__eq__`` build a dict of all ~50 options on each lookup: ~15 % of the compile
-   time of loopdyn's kernels.  The replacements return the same values (the hash of
-   the sorted option names, a constant per class, cached; equal explicit values
-   decide equality at once, else numba's comparison): four-bar cold start (build and
-   first call, empty cache) 36-38 s -> 32-35 s on the 2-core development machine.
-10. ``install_call_type_memo``: numba types every call of a builtin, operator or
+9. ``install_call_type_memo``: numba types every call of a builtin, operator or
    ``@overload``ed function (``types.BaseFunction.get_call_type``: each ``x * y`` of
    floats) by trying each of its typing templates in turn, numpy's array-operator
    templates raising and catching an error for scalars, and does it again for every
@@ -83,7 +81,18 @@ and fails loudly if a release changes one.
    side effect of typing a call) on the second and later calls.  97 % of these calls
    (7754 of 8026) repeat an earlier one in the four-bar's cold start: import, build and
    first call on an empty cache 28.1, 32.7, 30.0 s -> 21.0, 23.2, 25.5 s (alternated
-   processes, 2-core development machine).
+   processes, 2-core development machine).  Measured again with numba 0.68.1 (load
+   ~8 on 2 cores, so CPU time, not wall): with the memo off, 12,775 of the 13,060
+   outermost calls repeat an earlier one and take 4.5 s of the 30.1 s of CPU
+   (``get_call_type`` timed per call); whole cold starts 21.3, 25.3 s CPU with the
+   memo, 24.6, 25.5 s without.  Kept.
+
+Removed: ``install_fast_flag_comparisons`` (formerly item 9: ``TargetConfig.__hash__``
+/ ``__eq__`` of numba's compiler ``Flags`` replaced by cached ones; worth 36-38 ->
+32-35 s when it came, before the memo of item 9).  With the memo, numba hashes Flags
+3,240 times and compares them 588 times in the four-bar's cold start, 29 µs and 48 µs
+each: 0.09 s of 23.1 s of CPU, 0.4 % (the patch made a hash 0.1 µs and left unequal
+comparisons to numba).  Not worth a patch of a private numba class.
 """
 
 import ctypes
@@ -93,7 +102,7 @@ from pathlib import Path
 
 import numpy as np
 from numba import njit, types
-from numba.core import caching, cgutils, targetconfig
+from numba.core import caching, cgutils
 from numba.core.imputils import impl_ret_borrowed, impl_ret_untracked
 from numba.core.types import functions
 from numba.extending import intrinsic
@@ -340,35 +349,9 @@ def install_cache_locator():
     classes[:0] = [_UserProvided, _InTree, _UserWide]
 
 
-def install_fast_flag_comparisons():
-    """Replace ``TargetConfig.__hash__`` / ``__eq__`` by equivalent faster ones
-    (idempotent; see the module docstring, item 9)."""
-    cls = targetconfig.TargetConfig
-    if getattr(cls.__hash__, "_loopdyn", False):
-        return
-    numba_eq = cls.__eq__
-    hashes = {}
-
-    def __hash__(self):
-        kind = type(self)
-        h = hashes.get(kind)
-        if h is None:  # numba: hash(tuple(sorted(self.values()))), the sorted option names
-            h = hashes[kind] = hash(tuple(sorted(self.options)))
-        return h
-
-    def __eq__(self, other):
-        if type(other) is type(self) and self._values == other._values:
-            return True  # the same explicit values: the same values
-        return numba_eq(self, other)
-
-    __hash__._loopdyn = True
-    cls.__hash__ = __hash__
-    cls.__eq__ = __eq__
-
-
 def install_call_type_memo():
     """Memoise ``types.BaseFunction.get_call_type`` (idempotent; see the module
-    docstring, item 10).  A call that raises (no template fits, or numba asks for a
+    docstring, item 9).  A call that raises (no template fits, or numba asks for a
     literal argument) is not remembered: it raises again the next time."""
     cls = functions.BaseFunction
     if getattr(cls.get_call_type, "_loopdyn", False):
@@ -763,7 +746,6 @@ __all__ = [
     "entry_pointer",
     "install_cache_locator",
     "install_call_type_memo",
-    "install_fast_flag_comparisons",
     "install_tier_policy",
     "row",
     "unliteral",
