@@ -6,6 +6,7 @@ reproducible.
 """
 
 import os
+import time
 from functools import cache
 
 # the test-suite checks the compiled tier (loopdyn.kernels.tiers); tests/test_tiers.py
@@ -151,6 +152,9 @@ class CompileLog:
     def __init__(self):
         self.counts = {}
         self.keep = []  # the dispatchers seen (their ids stay theirs)
+        self.seconds = {}  # module.qualname -> wall seconds of its outermost compilations
+        self.depth = 0
+        self.t0 = 0.0
 
     def key(self, ev):
         disp = ev.data["dispatcher"]
@@ -172,9 +176,15 @@ def _install_compile_log():
         def on_start(self, ev):
             k = log.key(ev)
             log.counts[k] = log.counts.get(k, 0) + 1
+            if log.depth == 0:
+                log.t0 = time.perf_counter()
+            log.depth += 1
 
         def on_end(self, ev):
-            pass
+            log.depth -= 1
+            if log.depth == 0:  # an outermost compile: its callees' time included
+                name = log.key(ev)[0]
+                log.seconds[name] = log.seconds.get(name, 0.0) + time.perf_counter() - log.t0
 
     event.register("numba:compile", _Listener())
     return log
@@ -183,12 +193,47 @@ def _install_compile_log():
 COMPILE_LOG = _install_compile_log()
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (README's test command): one worker per core, at most 4.  A cold run
+    is mostly numba compiling, one core per process: two workers halve it on the
+    2-core machines CI runs on; beyond four, each worker compiles the kernels its files
+    need again (``--dist loadfile`` keeps a file on one worker) and memory grows."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+# under pytest-xdist (README's ``-n auto``) each worker is a process of its own: a worker
+# sends its compile log to the controller (xdist's workeroutput), which reports them all
+_WORKER_LOGS = []  # on the controller: (worker id, seconds by kernel, twice) per worker
+
+
+def pytest_testnodedown(node, error):
+    out = getattr(node, "workeroutput", {}).get("loopdyn_compile")
+    if out is not None:
+        _WORKER_LOGS.append((node.gateway.id, out["seconds"], out["twice"]))
+
+
 def pytest_sessionfinish(session, exitstatus):
-    twice = COMPILE_LOG.twice()
+    seconds = dict(COMPILE_LOG.seconds)
+    twice = [(f"{name} {args}", "") for name, args, _ in COMPILE_LOG.twice()]
+    worker = getattr(session.config, "workeroutput", None)
+    if worker is not None:  # an xdist worker: the controller reports
+        worker["loopdyn_compile"] = {"seconds": seconds, "twice": [t for t, _ in twice]}
+        return
+    for wid, secs, tw in _WORKER_LOGS:
+        for name, sec in secs.items():
+            seconds[name] = seconds.get(name, 0.0) + sec
+        twice += [(t, f" (worker {wid})") for t in tw]
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if os.environ.get("LOOPDYN_COMPILE_REPORT"):  # where a cold run's compiling went
+        total = sum(seconds.values())
+        tr.write_line(f"numba compiling (outermost calls): {total:.1f} s over the processes")
+        top = sorted(seconds.items(), key=lambda kv: -kv[1])
+        for name, sec in top[: int(os.environ["LOOPDYN_COMPILE_REPORT"])]:
+            tr.write_line(f"  {sec:7.2f} s  {name}")
     if twice:
-        lines = "\n".join(f"  {name} {args}" for name, args, _ in twice)
-        session.config.pluginmanager.get_plugin("terminalreporter").write_line(
-            f"FAILED: kernels compiled twice for the same signature in this process:\n{lines}",
+        lines = "\n".join(f"  {t}{w}" for t, w in twice)
+        tr.write_line(
+            f"FAILED: kernels compiled twice for the same signature in one process:\n{lines}",
             red=True,
         )
         session.exitstatus = 1
