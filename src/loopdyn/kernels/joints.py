@@ -65,6 +65,19 @@ def s_block(jtype):
     return 0, 6
 
 
+@njit(cache=True, inline="always")
+def s_dot(S, j, jt, k, f0, f1, f2, f3, f4, f5):
+    """Column k of body j's motion subspace (joint type ``jt``) times the force
+    ``f``: S_kᵀ f, over the rows of S that may be non-zero only (``s_block``), so the
+    same sum as the full product (a product with an exact zero of S adds nothing).
+    Spherical and free joints (S = [1; 0], S = 1): f's k-th entry, no product."""
+    if jt == SPHERICAL or jt == FREE:
+        return (f0, f1, f2, f3, f4, f5)[k]
+    if jt == PRISMATIC:
+        return S[j, 3, k] * f3 + S[j, 4, k] * f4 + S[j, 5, k] * f5
+    return S[j, 0, k] * f0 + S[j, 1, k] * f1 + S[j, 2, k] * f2
+
+
 @njit(cache=True)
 def joint_pose(m, d, i, q):
     """``d.Xrel[i]``: the pose of body i in its parent; ``d.S[i]``: its motion subspace.
@@ -162,16 +175,25 @@ def joint_velocity_inline(m, d, i, v, V, C, root):
     lam = topo[i, 0]
     iv = topo[i, 3]
     nvj = topo[i, 5]
-    # vJ = S q̇
+    jt = topo[i, 1]
+    # vJ = S q̇, the exact zeros of S skipped (the same sums: a product with S's zero
+    # entries adds nothing): S = [1; 0] for a spherical joint, one angular column for a
+    # revolute one
     j0 = j1 = j2 = j3 = j4 = j5 = 0.0
-    for k in range(nvj):
-        x = v[iv + k]
-        j0 += S[i, 0, k] * x
-        j1 += S[i, 1, k] * x
-        j2 += S[i, 2, k] * x
-        j3 += S[i, 3, k] * x
-        j4 += S[i, 4, k] * x
-        j5 += S[i, 5, k] * x
+    if jt == SPHERICAL:
+        j0, j1, j2 = v[iv], v[iv + 1], v[iv + 2]
+    elif jt == REVOLUTE:
+        x = v[iv]
+        j0, j1, j2 = S[i, 0, 0] * x, S[i, 1, 0] * x, S[i, 2, 0] * x
+    else:
+        for k in range(nvj):
+            x = v[iv + k]
+            j0 += S[i, 0, k] * x
+            j1 += S[i, 1, k] * x
+            j2 += S[i, 2, k] * x
+            j3 += S[i, 3, k] * x
+            j4 += S[i, 4, k] * x
+            j5 += S[i, 5, k] * x
     if lam >= 0 and lam != root:
         m0, m1, m2, m3, m4, m5 = motion_to_child_at(
             Xrel, i, V[lam, 0], V[lam, 1], V[lam, 2], V[lam, 3], V[lam, 4], V[lam, 5]
@@ -187,7 +209,7 @@ def joint_velocity_inline(m, d, i, v, V, C, root):
     V[i, 5] = w5
     # cJ = Ṡ q̇: non-zero only for the universal joint (a1 rotates with θ2)
     c0 = c1 = c2 = 0.0
-    if topo[i, 1] == UNIVERSAL:
+    if jt == UNIVERSAL:
         d12 = v[iv] * v[iv + 1]
         c0 = (S[i, 1, 0] * S[i, 2, 1] - S[i, 2, 0] * S[i, 1, 1]) * d12
         c1 = (S[i, 2, 0] * S[i, 0, 1] - S[i, 0, 0] * S[i, 2, 1]) * d12

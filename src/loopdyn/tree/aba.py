@@ -5,8 +5,10 @@ Performance notes: the kernel indexes the workspace arrays directly, skips the e
 purely linear), has a scalar path for 1-DOF joints, and updates only the upper
 triangle of the symmetric articulated inertia.  For spherical (S = [1; 0]) and
 free (S = 1) joints the parts of Ia that are exactly zero are set, not computed,
-as Pinocchio does.  Skipping exact zeros changes no rounding; the symmetric
-update and the exact zeros change results at the rounding level only.
+as Pinocchio does; their 3×3 (and the universal joint's 2×2) Sᵀ IA S is inverted
+by an unrolled LDLᵀ (``invert_spd3``).  Skipping exact zeros changes no rounding; the
+symmetric update, the exact zeros and the unrolled inverses change results at the
+rounding level only.
 """
 
 from numba import njit
@@ -42,6 +44,66 @@ def invert_spd_inplace(A, n):
                 A[i, k] = 0.0
                 for j in range(n):
                     A[i, j] -= f * A[k, j]
+    return True
+
+
+@njit(cache=True, inline="always")
+def invert_spd3(D, i):
+    """D[i, :3, :3] ← its inverse, for a symmetric positive definite 3×3 block (lower
+    triangle read), unrolled: D = L P Lᵀ (L unit lower, P = diag(p0, p1, p2)), then
+    D⁻¹ = L⁻ᵀ P⁻¹ L⁻¹ (three divisions, no square root).  Returns False if a pivot is
+    not positive (the pivots of ``invert_spd_inplace``'s elimination)."""
+    d00, d10, d20 = D[i, 0, 0], D[i, 1, 0], D[i, 2, 0]
+    d11, d21, d22 = D[i, 1, 1], D[i, 2, 1], D[i, 2, 2]
+    if not d00 > 0.0:
+        return False
+    i0 = 1.0 / d00
+    l10, l20 = d10 * i0, d20 * i0
+    p1 = d11 - l10 * d10
+    if not p1 > 0.0:
+        return False
+    i1 = 1.0 / p1
+    e21 = d21 - l20 * d10  # p1 l21
+    l21 = e21 * i1
+    p2 = d22 - l20 * d20 - l21 * e21
+    if not p2 > 0.0:
+        return False
+    i2 = 1.0 / p2
+    # L⁻¹ = [[1, 0, 0], [n10, 1, 0], [n20, n21, 1]]
+    n10, n21 = -l10, -l21
+    n20 = l21 * l10 - l20
+    x01 = n10 * i1 + n20 * n21 * i2
+    x02 = n20 * i2
+    x12 = n21 * i2
+    D[i, 0, 0] = i0 + n10 * n10 * i1 + n20 * n20 * i2
+    D[i, 0, 1] = x01
+    D[i, 1, 0] = x01
+    D[i, 0, 2] = x02
+    D[i, 2, 0] = x02
+    D[i, 1, 1] = i1 + n21 * n21 * i2
+    D[i, 1, 2] = x12
+    D[i, 2, 1] = x12
+    D[i, 2, 2] = i2
+    return True
+
+
+@njit(cache=True, inline="always")
+def invert_spd2(D, i):
+    """``invert_spd3`` for a 2×2 block (universal joints)."""
+    d00, d10, d11 = D[i, 0, 0], D[i, 1, 0], D[i, 1, 1]
+    if not d00 > 0.0:
+        return False
+    i0 = 1.0 / d00
+    l10 = d10 * i0
+    p1 = d11 - l10 * d10
+    if not p1 > 0.0:
+        return False
+    i1 = 1.0 / p1
+    x01 = -l10 * i1
+    D[i, 0, 0] = i0 + l10 * l10 * i1
+    D[i, 0, 1] = x01
+    D[i, 1, 0] = x01
+    D[i, 1, 1] = i1
     return True
 
 
@@ -164,7 +226,13 @@ def aba_from_kinematics(m, d, b0, b1, tau, fext, qdd):
                         for c in range(s0, s0 + sn):
                             s += S[i, c, k] * U[i, c, kk]
                         Dinv[i, k, kk] = s
-            if not invert_spd_inplace(Dinv[i], nvj):
+            if nvj == 3:  # spherical: unrolled, as the 2×2 of a universal joint
+                if not invert_spd3(Dinv, i):
+                    return i
+            elif nvj == 2:
+                if not invert_spd2(Dinv, i):
+                    return i
+            elif not invert_spd_inplace(Dinv[i], nvj):
                 return i
             if lam >= 0 and jt == FREE:
                 # S = 1: W = U D⁻¹ = 1 and Ia = IA - W Uᵀ = 0 exactly; pa = pA + u

@@ -1,13 +1,17 @@
 """Recursive Newton–Euler inverse dynamics of the spanning tree (RBDA Table 5.1).
 
 Kernels on the ``(m, d)`` views (``loopdyn.kernels.views``); 6-vectors are kept in
-registers (tuples), with the operations in the order of the textbook recursion.
+registers (tuples), with the operations in the order of the textbook recursion.  The
+products with the motion subspace skip its exact zeros (``joints.s_block``,
+``joints.s_dot``): the same sums, and none at all for the unit S of spherical and free
+joints.
 """
 
 from numba import njit
 
-from loopdyn.kernels.joints import body_velocity, joint_pose
+from loopdyn.kernels.joints import body_velocity, joint_pose, s_block, s_dot
 from loopdyn.kernels.spatial import force_to_parent_at, motion_to_child_at, rigid_inertia_times_at
+from loopdyn.model.joints import FREE, SPHERICAL
 
 
 @njit(cache=True)
@@ -49,10 +53,19 @@ def forward_body(m, d, i, qdd, fext):
         )
     else:
         a = motion_to_child_at(Xrel, i, 0.0, 0.0, 0.0, -gravity[0], -gravity[1], -gravity[2])
+    # a = iXλ a_λ + (c + S q̈), S q̈ over the rows of S that may be non-zero only (the
+    # same sums); S = [1; 0] (spherical) or 1 (free): q̈ itself
+    jt, nvj = topo[i, 1], topo[i, 5]
+    s0, sn = s_block(jt)
+    unit = jt == SPHERICAL or jt == FREE
     for r in range(6):
         s = C[i, r]
-        for k in range(topo[i, 5]):
-            s += S[i, r, k] * qdd[iv + k]
+        if s0 <= r < s0 + sn:
+            if unit:
+                s += qdd[iv + r]
+            else:
+                for k in range(nvj):
+                    s += S[i, r, k] * qdd[iv + k]
         A[i, r] = a[r] + s
     # f_i = I a + v ×f (I v) - fext
     a0, a1, a2, a3, a4, a5 = A[i, 0], A[i, 1], A[i, 2], A[i, 3], A[i, 4], A[i, 5]
@@ -75,12 +88,9 @@ def backward_pass(m, d, tau):
     """Leaf-to-root pass: τ_i = Sᵀ f_i, f_λ += iXλᵀ f_i."""
     topo, Xrel, S, F = m.topo, d.Xrel, d.S, d.F
     for i in range(m.nb - 1, -1, -1):
-        iv = topo[i, 3]
+        iv, jt = topo[i, 3], topo[i, 1]
         for k in range(topo[i, 5]):
-            s = 0.0
-            for r in range(6):
-                s += S[i, r, k] * F[i, r]
-            tau[iv + k] = s
+            tau[iv + k] = s_dot(S, i, jt, k, F[i, 0], F[i, 1], F[i, 2], F[i, 3], F[i, 4], F[i, 5])
         lam = topo[i, 0]
         if lam >= 0:
             g = force_to_parent_at(Xrel, i, F[i, 0], F[i, 1], F[i, 2], F[i, 3], F[i, 4], F[i, 5])
