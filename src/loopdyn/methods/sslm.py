@@ -767,6 +767,18 @@ def gicm_solve(ip, fw):
                     fw[wo + 2 * t + 1] = z1
                     fw[ta + t] -= z0 * y0 + z1 * y1
                 continue
+            if p == 3:  # a ball closure's three rows: the loops below, unrolled
+                for t in range(pa):
+                    acc2 = 0.0
+                    for s in range(3):
+                        acc = fw[go + t * 3 + s]
+                        for m in range(s):
+                            acc -= fw[do + s * 3 + m] * fw[wo + t * 3 + m]
+                        acc *= fw[do + s * 3 + s]
+                        fw[wo + t * 3 + s] = acc
+                        acc2 += acc * fw[fpsi + t0 + s]
+                    fw[ta + t] -= acc2
+                continue
             for t in range(pa):
                 acc2 = 0.0
                 for s in range(p):
@@ -789,6 +801,14 @@ def gicm_solve(ip, fw):
                 fw[go + 1] -= wa0 * wb2 + wa1 * wb3
                 fw[go + 2] -= wa2 * wb0 + wa3 * wb1
                 fw[go + 3] -= wa2 * wb2 + wa3 * wb3
+                continue
+            if p == 3 and pa == 3 and pb == 3:  # ball closures: the loops below, unrolled
+                for t in range(3):
+                    for s in range(3):
+                        acc = 0.0
+                        for m in range(3):
+                            acc += fw[wa + t * 3 + m] * fw[wb + s * 3 + m]
+                        fw[go + t * 3 + s] -= acc
                 continue
             for t in range(pa):
                 for s in range(pb):
