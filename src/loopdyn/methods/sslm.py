@@ -557,6 +557,20 @@ def gicm_assemble(ip, fw, gamma):
                     fw[yo + n + a] -= lia * y1
                     a = ip[dp + a]
             continue
+        if p == 3:  # a ball closure's three rows at once
+            for u in range(sl - 1, -1, -1):
+                i = ip[so + u]
+                y0 = fw[yo + i]
+                y1 = fw[yo + n + i]
+                y2 = fw[yo + 2 * n + i]
+                a = ip[dp + i]
+                while a >= 0:
+                    lia = fw[off + i * n + a]
+                    fw[yo + a] -= lia * y0
+                    fw[yo + n + a] -= lia * y1
+                    fw[yo + 2 * n + a] -= lia * y2
+                    a = ip[dp + a]
+            continue
         for u in range(sl - 1, -1, -1):
             i = ip[so + u]
             a = ip[dp + i]
@@ -964,6 +978,12 @@ def accelerations(ip, fw, w, qdd):
         yo, so, sl = fY + ip[opr + 5 * e + 2], osup + ip[opr + 5 * e + 3], ip[opr + 5 * e + 4]
         p, t0 = ip[olp + 6 * x + 1], flam + ip[olp + 6 * x + 2]
         n, v0 = ip[osub + 7 * j + 4], ip[osub + 7 * j + 3]
+        if p == 3:  # a ball closure's three rows: the loop below, unrolled
+            l0, l1, l2 = fw[t0], fw[t0 + 1], fw[t0 + 2]
+            for u in range(sl):
+                i = ip[so + u]
+                w[v0 + i] += fw[yo + i] * l0 + fw[yo + n + i] * l1 + fw[yo + 2 * n + i] * l2
+            continue
         for u in range(sl):
             i = ip[so + u]
             acc = 0.0
