@@ -138,6 +138,47 @@ def cholesky_solve_scaled(L, n, di, b):
 
 
 @njit(cache=True)
+def cholesky_semidefinite_solve6(A, x, di, null_tol):
+    """x ← a solution y of A y = x for a symmetric positive semi-definite 6×6 A and a
+    consistent x: Cholesky in place, columns whose pivot is below ``null_tol`` times the
+    largest diagonal entry taken as null (their y entries 0).  ``di`` (6): scratch for
+    the inverse pivots (0 on the null columns).  DeNOC's multiplier fits
+    (``methods/denoc_multipliers.py``, ``null_tol`` = ``NULL_TOL``)."""
+    dmax = 0.0
+    for j in range(6):
+        dmax = max(dmax, A[j, j])
+    tol = null_tol * dmax
+    for j in range(6):
+        s = A[j, j]
+        for c in range(j):
+            s -= A[j, c] * A[j, c]
+        if not s > tol:
+            for r in range(j, 6):
+                A[r, j] = 0.0
+            di[j] = 0.0
+            continue
+        dj = s**0.5
+        A[j, j] = dj
+        inv = 1.0 / dj
+        di[j] = inv
+        for r in range(j + 1, 6):
+            t = A[r, j]
+            for c in range(j):
+                t -= A[r, c] * A[j, c]
+            A[r, j] = t * inv
+    for j in range(6):
+        s = x[j]
+        for c in range(j):
+            s -= A[j, c] * x[c]
+        x[j] = s * di[j] if di[j] != 0.0 else 0.0
+    for j in range(5, -1, -1):
+        s = x[j]
+        for r in range(j + 1, 6):
+            s -= A[r, j] * x[r]
+        x[j] = s * di[j] if di[j] != 0.0 else 0.0
+
+
+@njit(cache=True)
 def cholesky_solve_rows6(L, di, X, nrows):
     """X[a] ← (L Lᵀ)⁻¹ X[a] for the rows a < ``nrows`` of X (·, 6), L 6×6 from ``cholesky_scaled``:
     the substitutions of all right-hand sides advance together (independent chains)."""

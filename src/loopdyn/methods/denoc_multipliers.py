@@ -17,6 +17,7 @@ from numba import njit
 from loopdyn.kernels.checks import all_finite
 from loopdyn.kernels.linalg import (
     cholesky_scaled,
+    cholesky_semidefinite_solve6,
     cholesky_solve_scaled,
 )
 from loopdyn.kernels.numba_internals import (
@@ -115,46 +116,6 @@ def row_wrenches(m, d, pb):
 
 
 @njit(cache=True)
-def _psd_solve(A, x, di):
-    """x ← a solution y of A y = x for a symmetric positive semi-definite 6×6 A and a
-    consistent x: Cholesky in place, columns whose pivot is below ``NULL_TOL`` times the
-    largest diagonal entry taken as null (their y entries 0).  ``di`` (6): scratch for
-    the inverse pivots (0 on the null columns)."""
-    dmax = 0.0
-    for j in range(6):
-        dmax = max(dmax, A[j, j])
-    tol = NULL_TOL * dmax
-    for j in range(6):
-        s = A[j, j]
-        for c in range(j):
-            s -= A[j, c] * A[j, c]
-        if not s > tol:
-            for r in range(j, 6):
-                A[r, j] = 0.0
-            di[j] = 0.0
-            continue
-        dj = s**0.5
-        A[j, j] = dj
-        inv = 1.0 / dj
-        di[j] = inv
-        for r in range(j + 1, 6):
-            t = A[r, j]
-            for c in range(j):
-                t -= A[r, c] * A[j, c]
-            A[r, j] = t * inv
-    for j in range(6):
-        s = x[j]
-        for c in range(j):
-            s -= A[j, c] * x[c]
-        x[j] = s * di[j] if di[j] != 0.0 else 0.0
-    for j in range(5, -1, -1):
-        s = x[j]
-        for r in range(j + 1, 6):
-            s -= A[r, j] * x[r]
-        x[j] = s * di[j] if di[j] != 0.0 else 0.0
-
-
-@njit(cache=True)
 def transmitted_wrenches(pb, tau):
     """T[l]: the wrench leg l transmits through its cut joint (base side on platform side,
     about E), from the body wrenches ``ws`` of the current accelerations and the joint
@@ -242,7 +203,7 @@ def transmitted_wrenches(pb, tau):
                     a = G[l, r] * igg
                     for c in range(6):
                         A6[r, c] -= a * G[l, c]
-        _psd_solve(A6, y, _f1(pb, _DZ))
+        cholesky_semidefinite_solve6(A6, y, _f1(pb, _DZ), NULL_TOL)
         z = vec[_T2]
         for l in range(L):
             if leg[l, _CLOSED] == 1 or leg[l, _CL] < 0:
