@@ -9,42 +9,7 @@ G = -J_d⁻¹ J_i.  ``ld.partition`` (``analysis.assembly``) chooses the partiti
 import numpy as np
 from numba import njit
 
-
-@njit(cache=True)
-def _gauss_solve(A, X):
-    """X ← A⁻¹ X (A n×n, X n×k; A is overwritten): elimination with partial pivoting.
-
-    Returns min/max |pivot| (0: singular)."""
-    n = A.shape[0]
-    pmin, pmax = np.inf, 0.0
-    for c in range(n):
-        p = c
-        for r in range(c + 1, n):
-            if abs(A[r, c]) > abs(A[p, c]):
-                p = r
-        a = abs(A[p, c])
-        if not a > 0.0:
-            return 0.0
-        pmin, pmax = min(pmin, a), max(pmax, a)
-        if p != c:
-            for j in range(n):
-                A[c, j], A[p, j] = A[p, j], A[c, j]
-            for j in range(X.shape[1]):
-                X[c, j], X[p, j] = X[p, j], X[c, j]
-        for r in range(c + 1, n):
-            f = A[r, c] / A[c, c]
-            if f != 0.0:
-                for j in range(c, n):
-                    A[r, j] -= f * A[c, j]
-                for j in range(X.shape[1]):
-                    X[r, j] -= f * X[c, j]
-    for c in range(n - 1, -1, -1):
-        for j in range(X.shape[1]):
-            t = X[c, j]
-            for k in range(c + 1, n):
-                t -= A[c, k] * X[k, j]
-            X[c, j] = t / A[c, c]
-    return pmin / pmax
+from loopdyn.kernels.linalg import lu_inplace, lu_solve_rows
 
 
 @njit(cache=True)
@@ -67,9 +32,11 @@ def partition_kernel(J, Phi, rows, ind, dep, d, v, G, tol):
             X[a, b + 1] = J[r, ind[b]]
     for r in range(Phi.shape[0]):
         err = max(err, abs(Phi[r]))
-    ratio = _gauss_solve(A, X)
+    piv = np.empty(nr, np.int64)
+    ratio = lu_inplace(A, nr, piv)  # |pivot| min / max (0: J_d singular)
     if ratio == 0.0:
         return err, ratio
+    lu_solve_rows(A, nr, piv, X)  # X <- J_d^-1 [Phi, J_i]
     if err > tol:
         for a in range(nr):
             d[dep[a]] -= X[a, 0]
