@@ -567,3 +567,68 @@ def test_result_says_which_method_and_out_keeps_nothing_stale():
     assert d2 is d and d.dqdd_dy is None and d.G is None
     d3 = ld.forward_dynamics_derivatives(model, q, v, tau, method="slm", tangent=False, out=d)
     assert d3.method == "slm" and d3.dqdd_dy is None
+
+
+_PROJECTED = ("independent", "dependent", "G", "dqdd_dy", "dqdd_dydot")
+
+
+def _projection_of(d):
+    return {f: np.array(getattr(d, f)) for f in _PROJECTED}
+
+
+@pytest.mark.parametrize("name", ["four_bar", "stewart"])
+def test_lazy_projection_is_the_calls_own(name):
+    """On the compiled path the projection is computed at the first read of one of its
+    fields, from what the call kept in its result: a result read after later calls (other
+    states, other results, ``out=`` on another result) holds its own state's numbers, the
+    same as one read at once and as the checked path's (its own partition and QR)."""
+    model = ld.examples.get(name)
+    model.__dict__.pop("_derivative_work", None)
+    rng = np.random.default_rng(11)
+    (q1, v1, t1), (q2, v2, t2) = consistent_state(model, rng), consistent_state(model, rng)
+    checked = _projection_of(ld.forward_dynamics_derivatives(model, q1, v1, t1))
+    assert model._derivative_work.fast
+    now = _projection_of(ld.forward_dynamics_derivatives(model, q1, v1, t1))
+    late = ld.forward_dynamics_derivatives(model, q1, v1, t1)
+    assert "G" not in late.__dict__  # nothing computed yet
+    other = ld.forward_dynamics_derivatives(model, q2, v2, t2)
+    ld.forward_dynamics_derivatives(model, q2, v2, t2, out=other)
+    ref2 = _projection_of(other)
+    for f in _PROJECTED:
+        assert np.array_equal(getattr(late, f), now[f]), f
+        b = checked[f]
+        assert np.allclose(now[f], b, rtol=1e-12, atol=1e-12 * np.abs(b).max(initial=1.0)), f
+    assert not np.allclose(ref2["dqdd_dy"], now["dqdd_dy"])  # the states differ
+
+
+def test_out_recomputes_the_projection():
+    """A result reused with ``out=`` never keeps a projection computed from its earlier
+    numbers: read before the reuse or not, it is the new state's afterwards (exactly a
+    fresh result's), while arrays read from it earlier keep their values."""
+    model = ld.examples.get("stewart")
+    rng = np.random.default_rng(12)
+    (q1, v1, t1), (q2, v2, t2) = consistent_state(model, rng), consistent_state(model, rng)
+    ld.forward_dynamics_derivatives(model, q1, v1, t1)  # the checked path, once
+    ref1 = _projection_of(ld.forward_dynamics_derivatives(model, q1, v1, t1))
+    ref2 = _projection_of(ld.forward_dynamics_derivatives(model, q2, v2, t2))
+    d = ld.forward_dynamics_derivatives(model, q1, v1, t1)
+    held = d.dqdd_dy
+    for read_before in (True, False):
+        d = ld.forward_dynamics_derivatives(model, q1, v1, t1, out=d)
+        if read_before:
+            assert np.array_equal(d.dqdd_dy, ref1["dqdd_dy"])
+        same = ld.forward_dynamics_derivatives(model, q2, v2, t2, out=d)
+        assert same is d
+        for f in _PROJECTED:
+            assert np.array_equal(getattr(d, f), ref2[f]), f
+    assert np.array_equal(held, ref1["dqdd_dy"])
+    d = ld.forward_dynamics_derivatives(model, q1, v1, t1, method="slm", out=d)  # checked
+    assert np.allclose(d.dqdd_dy, ref1["dqdd_dy"], rtol=1e-10, atol=1e-10)
+    # the next augmented call takes the checked path (slm's rows may differ), then the
+    # compiled one drops the fields the checked path set in d
+    d = ld.forward_dynamics_derivatives(model, q2, v2, t2, out=d)
+    assert model._derivative_work.fast
+    for q, v, t, ref in ((q1, v1, t1, ref1), (q2, v2, t2, ref2)):
+        d = ld.forward_dynamics_derivatives(model, q, v, t, out=d)
+        for f in _PROJECTED:
+            assert np.array_equal(getattr(d, f), ref[f]), f

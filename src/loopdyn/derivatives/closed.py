@@ -54,9 +54,20 @@ from loopdyn.kernels.linalg import (
     lu_inplace,
     lu_inverse_norm,
     lu_nopivot_inplace,
+    lu_solve,
     lu_solve_rows,
 )
-from loopdyn.kernels.numba_internals import BUF, IN, OUT, OUT2, Entry, as_input, entry, unliteral
+from loopdyn.kernels.numba_internals import (
+    BUF,
+    IN,
+    INT_OUT,
+    OUT,
+    OUT2,
+    Entry,
+    as_input,
+    entry,
+    unliteral,
+)
 from loopdyn.kernels.views import handles
 from loopdyn.kinematics.closures import constraint_kernel, evaluate
 from loopdyn.methods.augmented import augmented_kernel, kkt_norm
@@ -312,6 +323,183 @@ def derivatives_entry(ctx, wb, q, v, tau, qdd, mu, mode, B):
     return 1.0
 
 
+@njit(cache=True)
+def block_size(n, r):
+    """The size of ``fast_entry``'s block for nv = n and r rows."""
+    return n + r + (n + r) * 3 * n + 3 * r * n
+
+
+@entry
+def fast_entry(ctx, wb, q, v, tau, blk):
+    """``derivatives_entry`` in ``AUGMENTED_SOLVE`` mode on the rows ``d.rows`` (r of
+    them) into one block ``blk`` (``block_size(nv, r)``, a result's only array):
+    [q̈ (nv) | μ (r) | B ((nv + r) × 3 nv, row-major) | J_k | ∂(J_k v)/∂q | J_k (r × nv
+    each)], the last three the tangent-space projection's inputs (``_projection``),
+    copied so that the result does not depend on the workspace (a later call).  J_k
+    twice: the first is the rows' tangent form of ``row_tangents`` (the projection's
+    solves), the second ``d.J``'s (the constraint Jacobian, whose column-pivoted QR
+    chooses the partition as ``ld.partition``).  Returns ``derivatives_entry``'s status."""
+    m, d = handles(ctx)
+    n, r = m.nv, d.nrows
+    if blk.shape[0] != block_size(n, r):
+        return float(-4)
+    o = n + r
+    nb = (n + r) * 3 * n
+    B = blk[o : o + nb].reshape((n + r, 3 * n))
+    st = derivatives_entry(ctx, wb, q, v, tau, blk[:n], blk[n:o], AUGMENTED_SOLVE, B)
+    if not st > 0.0:
+        return st
+    w = tangent_views(wb, m.nb, n, m.nr)
+    o += nb
+    for t in range(r):
+        rt = d.rows[t]
+        for j in range(n):
+            blk[o + t * n + j] = w.Jk[t, j]
+            blk[o + (r + t) * n + j] = w.hq[t, j]
+            blk[o + (2 * r + t) * n + j] = d.J[rt, j]
+    return st
+
+
+FAST = Entry(fast_entry, types.float64, BUF, BUF, IN, IN, IN, OUT)
+
+
+@entry
+def projection_entry(blk, n, r, choose, P, I):
+    """The tangent-space projection (``ForwardDynamicsDerivatives``' docstring) from a
+    block in ``fast_entry``'s layout (B's first 2 nv columns, J_k, hq = ∂(J_k v)/∂q and,
+    where ``choose``, J): into P, G | dqdd_dy | dqdd_dydot (nv × f each, f = nv - r,
+    row-major) then scratch; into I, the independent coordinates (f) | the dependent
+    ones (r), both ascending, then scratch.
+
+    The partition, where ``choose`` (else given in I): ``ld.partition``'s, the first r
+    pivots of a column-pivoted QR of J (Businger-Golub: at each step the remaining
+    column of largest norm, the first of equal ones, as LAPACK's geqp3 that
+    ``ld.partition`` calls; the norms recomputed, not downdated).  Then, with J_d the
+    dependent columns of J_k (LU with partial pivoting),
+
+        G[ind] = I, G[dep] = -J_d⁻¹ J_k[:, ind];  (Dv G)[ind] = 0,
+        (Dv G)[dep] = -J_d⁻¹ (hq G);  dqdd_dy = ∂q̈/∂q G + ∂q̈/∂v (Dv G),
+        dqdd_dydot = ∂q̈/∂v G                                                    (P1)
+
+    the products over the dependent columns only (G[ind] = I, (Dv G)[ind] = 0):
+    O(r nv² + nv r f) with the QR.  Returns 1, or 0 where J_d is singular."""
+    f = n - r
+    nf = n * f
+    o = n + r
+    w3 = 3 * n
+    base = o + o * w3
+    G = P[:nf].reshape((n, f))
+    DY = P[nf : 2 * nf].reshape((n, f))
+    DYD = P[2 * nf : 3 * nf].reshape((n, f))
+    DvG = P[3 * nf : 4 * nf].reshape((n, f))  # scratch
+    s0 = 4 * nf
+    At = P[s0 : s0 + r * n].reshape((n, r))  # Jᵀ: J's columns contiguous
+    nrm = P[s0 + r * n : s0 + r * n + n]
+    s1 = s0 + r * n + n
+    LU = P[s1 : s1 + r * r].reshape((r, r))
+    x = P[s1 + r * r : s1 + r * r + r]
+    ind, dep = I[:f], I[f:n]
+    perm, piv = I[n : 2 * n], I[2 * n : 2 * n + r]
+    if choose:
+        for t in range(r):
+            for j in range(n):
+                At[j, t] = blk[base + (2 * r + t) * n + j]
+        for j in range(n):
+            perm[j] = j
+        for k in range(r):
+            best, c = -1.0, k
+            for j in range(k, n):
+                sq = 0.0
+                for i in range(k, r):
+                    sq += At[j, i] * At[j, i]
+                if sq > best:
+                    best, c = sq, j
+            if c != k:
+                for i in range(r):
+                    At[k, i], At[c, i] = At[c, i], At[k, i]
+                perm[k], perm[c] = perm[c], perm[k]
+            norm = best**0.5
+            if norm == 0.0:
+                continue
+            alpha = -norm if At[k, k] >= 0.0 else norm
+            At[k, k] -= alpha
+            vv = 2.0 * norm * (norm + abs(At[k, k] + alpha))
+            for j in range(k + 1, n):
+                t = 0.0
+                for i in range(k, r):
+                    t += At[k, i] * At[j, i]
+                t *= 2.0 / vv
+                for i in range(k, r):
+                    At[j, i] -= t * At[k, i]
+            At[k, k] = alpha
+        for j in range(n):  # nrm as the dependent flags
+            nrm[j] = 0.0
+        for k in range(r):
+            nrm[perm[k]] = 1.0
+        a = b = 0
+        for j in range(n):
+            if nrm[j] == 1.0:
+                dep[b] = j
+                b += 1
+            else:
+                ind[a] = j
+                a += 1
+    jk = base  # J_k[t, j] = blk[jk + t n + j], hq after it
+    hq = base + r * n
+    for t in range(r):
+        for i in range(r):
+            LU[t, i] = blk[jk + t * n + dep[i]]
+    if r > 0 and not lu_inplace(LU, r, piv) > 0.0:
+        return 0.0
+    # G[dep] in DvG's first r rows (Gd, r × f), then (Dv G)[dep] in G's (Hd): the
+    # products use G[ind] = I and (Dv G)[ind] = 0
+    Gd, Hd = DvG[:r], G[:r]
+    for a in range(f):
+        ia = ind[a]
+        for t in range(r):
+            x[t] = blk[jk + t * n + ia]
+        lu_solve(LU, r, piv, x)
+        for i in range(r):
+            Gd[i, a] = -x[i]
+    for a in range(f):
+        ia = ind[a]
+        for t in range(r):
+            row = hq + t * n
+            z = blk[row + ia]
+            for i in range(r):
+                z += blk[row + dep[i]] * Gd[i, a]
+            x[t] = z
+        lu_solve(LU, r, piv, x)
+        for i in range(r):
+            Hd[i, a] = -x[i]
+    for i in range(n):
+        row = o + i * w3
+        for a in range(f):
+            zy = blk[row + ind[a]]
+            zd = blk[row + n + ind[a]]
+            for k in range(r):
+                dk = dep[k]
+                zy += blk[row + dk] * Gd[k, a] + blk[row + n + dk] * Hd[k, a]
+                zd += blk[row + n + dk] * Gd[k, a]
+            DY[i, a] = zy
+            DYD[i, a] = zd
+    # G itself (Hd, in its first rows, is done with): I in the independent rows, Gd in
+    # the dependent ones
+    for j in range(n):
+        for a in range(f):
+            G[j, a] = 0.0
+    for a in range(f):
+        G[ind[a], a] = 1.0
+        for k in range(r):
+            G[dep[k], a] = Gd[k, a]
+    return 1.0
+
+
+PROJECTION = Entry(
+    projection_entry, types.float64, IN, types.int64, types.int64, types.int64, OUT, INT_OUT
+)
+
+
 ENTRY = Entry(
     derivatives_entry,
     types.float64,
@@ -338,6 +526,8 @@ class _Work:
         self.all_rows = np.arange(model.m, dtype=np.int64)
         self.rows = self.all_rows
         self.entry = ENTRY.compile()
+        self.fast_entry = FAST.compile()
+        self.size = block_size(model.nv, model.m)
         self.zeros = np.zeros(model.nv)
         # the fast path (augmented inside the entry, every row) is taken once the checked
         # path saw ld.forward_dynamics keep every row (``forward_dynamics_derivatives``)
@@ -345,7 +535,6 @@ class _Work:
         # what the fast path reads at every call, looked up once
         self.ctx = self.data.ctx
         self.n, self.m = model.nv, model.m
-        self.shape = (model.nv + model.m, 3 * model.nv)
 
     def use(self, rows):
         """Make ``rows`` the kept rows."""
@@ -424,13 +613,13 @@ def _check_constant_rank(model, q, rank):
         )
 
 
-class _Block:
-    """A result's matrix: the view of its buffer B ((nv + r) × 3 nv) at block (``top``:
-    the q̈ rows, else the multipliers'; column block ``c`` of q, v, τ), made at the first
-    access and then kept in the instance (a non-data descriptor)."""
+class _Lazy:
+    """A result's array on the compiled path, made from its block ``_blk``
+    (``fast_entry``'s layout) at the first access and then kept in the instance (a
+    non-data descriptor: a result costs no view it is not asked for)."""
 
-    def __init__(self, top, c):
-        self.top, self.c = top, c
+    def __init__(self, make):
+        self.make = make
 
     def __set_name__(self, owner, name):
         self.name = name
@@ -438,12 +627,49 @@ class _Block:
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        B = obj._buf[2]
-        n = B.shape[1] // 3
-        c0, c1 = self.c * n, (self.c + 1) * n
-        x = B[:n, c0:c1] if self.top else B[n:, c0:c1]
+        x = self.make(obj)
         obj.__dict__[self.name] = x
         return x
+
+
+def _matrix(top, c):
+    """The view of B's block (``top``: the q̈ rows, else the multipliers'; column block
+    ``c`` of q, v, τ)."""
+
+    def make(obj):
+        n = obj._n
+        B = obj._B
+        return B[:n, c * n : (c + 1) * n] if top else B[n:, c * n : (c + 1) * n]
+
+    return _Lazy(make)
+
+
+def _solution(blk, n, r):
+    """B ((n + r) × 3n) of ``fast_entry``'s block."""
+    o = n + r
+    return blk[o : o + o * 3 * n].reshape(o, 3 * n)
+
+
+class _Projected:
+    """A field of the tangent-space projection on the compiled path: None where the call
+    had ``tangent=False``, else all five computed (``_projection``) from the block at the
+    first access of one of them, from the copies of J_k, ∂(J_k v)/∂q and J the call
+    left in it (no later call changes them; a call with ``out=`` drops what was
+    computed from its previous numbers)."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        if not obj._tangent:
+            return None
+        obj.__dict__.update(_projection(obj._blk, obj._n, obj.rows.size))
+        return obj.__dict__[self.name]
+
+
+_PROJECTED = ("independent", "dependent", "G", "dqdd_dy", "dqdd_dydot")
 
 
 class ForwardDynamicsDerivatives:
@@ -457,8 +683,9 @@ class ForwardDynamicsDerivatives:
     redundant row's multiplier is held at 0 and its row of these matrices is 0:
     where rows are dropped λ's split between dependent rows is not differentiable);
     ``mu`` those multipliers (λ on ``rows``).  The six matrices are views of one
-    buffer, new at every call (on the compiled path each view is made at its first
-    access: a result costs no view it is not asked for).
+    buffer, new at every call (on the compiled path the arrays, q̈ and λ too, are
+    views of one block, each made at its first access: a result costs no view it is
+    not asked for).
 
     The projection on the closures' tangent space, what a reduced-coordinate
     optimiser wants: with ``independent`` the independent coordinates y (indices
@@ -467,33 +694,45 @@ class ForwardDynamicsDerivatives:
     consistent (q, v); ``dqdd_dy`` (nv × f) = (∂q̈/∂q + ∂q̈/∂v Dv) G is the derivative
     of q̈ along the constraint manifold when y moves at fixed ẏ (Dv = ∂v/∂q at fixed
     ẏ: J Dv = -∂(J v)/∂q, Dv[independent] = 0), ``dqdd_dydot`` = ∂q̈/∂v G.  These do
-    not depend on the form of the closure rows (module doc).  None for a tree.
+    not depend on the form of the closure rows (module doc).  None for a tree, or
+    with ``tangent=False``.  On the compiled path they are computed at the first
+    access of one of them (from copies of J and ∂(J v)/∂q the call keeps in the
+    result's block: the same numbers as computed at the call).
 
     ``method``: the method whose q̈ and λ were differentiated (``res.method`` of
     ``ld.forward_dynamics``: the one asked for, or ``augmented`` where it fell back)."""
 
     method = "augmented"
-    dqdd_dq, dqdd_dv, dqdd_dtau = _Block(True, 0), _Block(True, 1), _Block(True, 2)
-    dlam_dq, dlam_dv, dlam_dtau = _Block(False, 0), _Block(False, 1), _Block(False, 2)
-    independent = dependent = G = dqdd_dy = dqdd_dydot = None
-    # (qdd, lam, B) of the compiled path: the buffers a call with out=self writes again
-    _buf = None
+    # the compiled path's lazy fields (the checked path sets them all in the instance)
+    qdd = _Lazy(lambda o: o._blk[: o._n])
+    lam = _Lazy(lambda o: o._blk[o._n : o._n + o.rows.size])
+    mu = _Lazy(lambda o: o.lam)
+    _B = _Lazy(lambda o: _solution(o._blk, o._n, o.rows.size))
+    dqdd_dq, dqdd_dv, dqdd_dtau = _matrix(True, 0), _matrix(True, 1), _matrix(True, 2)
+    dlam_dq, dlam_dv, dlam_dtau = _matrix(False, 0), _matrix(False, 1), _matrix(False, 2)
+    independent, dependent, G = _Projected(), _Projected(), _Projected()
+    dqdd_dy, dqdd_dydot = _Projected(), _Projected()
+    # the compiled path's block (``fast_entry``), which a call with out=self writes again
+    _blk = None
+    _tangent = False
 
     def __init__(
         self, qdd, lam, dqdd_dq, dqdd_dv, dqdd_dtau, dlam_dq, dlam_dv, dlam_dtau, rows, mu,
-        independent=None, dependent=None, G=None, dqdd_dy=None, dqdd_dydot=None, _buf=None,
+        independent=None, dependent=None, G=None, dqdd_dy=None, dqdd_dydot=None,
     ):  # fmt: skip
         self.__dict__.update(
             qdd=qdd, lam=lam, dqdd_dq=dqdd_dq, dqdd_dv=dqdd_dv, dqdd_dtau=dqdd_dtau,
             dlam_dq=dlam_dq, dlam_dv=dlam_dv, dlam_dtau=dlam_dtau, rows=rows, mu=mu,
             independent=independent, dependent=dependent, G=G, dqdd_dy=dqdd_dy,
-            dqdd_dydot=dqdd_dydot, _buf=_buf,
+            dqdd_dydot=dqdd_dydot,
         )  # fmt: skip
 
     def __repr__(self):
+        d = self.__dict__
+        tangent = d["G"] is not None if "G" in d else self._tangent
         return (
             f"ForwardDynamicsDerivatives(nv={self.qdd.size}, rows={self.rows.size}, "
-            f"tangent={self.G is not None})"
+            f"tangent={tangent})"
         )
 
 
@@ -523,43 +762,44 @@ def forward_dynamics_derivatives(model, q, v, tau=None, method="augmented", tang
     valid until the next call with it)."""
     wk = getattr(model, "_derivative_work", None)
     if wk is not None and wk.fast and method == "augmented":
-        # the fast path: one compiled call (``AUGMENTED_SOLVE``, every row kept) into
-        # three new arrays, or into the buffers of ``out`` where it holds this path's
+        # the fast path: one compiled call (``fast_entry``, every row kept) into one new
+        # block, or into the block of ``out`` where it holds this path's; the result's
+        # arrays are views of it made when read, the projection computed when read
+        # (``_Lazy``, ``_Projected``)
         if out is None:
-            qdd, lam, B = _empty(wk.n), _empty(wk.m), _empty(wk.shape)
-        elif out._buf is not None and out._buf[2].shape == wk.shape:
-            qdd, lam, B = out._buf
+            blk = _empty(wk.size)
+        elif out._blk is not None and out._blk.size == wk.size:
+            blk = out._blk
         else:
-            qdd = None
-        if qdd is not None:
+            blk = None
+        if blk is not None:
             if wk.rows is not wk.all_rows:
                 wk.use(wk.all_rows)
             try:
-                st = wk.entry(
-                    wk.ctx, wk.buf, q, v, wk.zeros if tau is None else tau, qdd, lam,
-                    AUGMENTED_SOLVE, B,
-                )  # fmt: skip
+                st = wk.fast_entry(wk.ctx, wk.buf, q, v, wk.zeros if tau is None else tau, blk)
             except TypeError:  # not real numbers: the checked path explains
                 st = 0.0
             if st > 0.0:
-                if out is None:  # its matrices are views of B made when read (``_Block``)
+                if out is None:
                     res = _new(ForwardDynamicsDerivatives)
                     res.__dict__ = {
-                        "qdd": qdd, "lam": lam, "rows": wk.all_rows, "mu": lam,
-                        "_buf": (qdd, lam, B),
+                        "rows": wk.all_rows, "_n": wk.n, "_blk": blk, "_tangent": tangent
                     }  # fmt: skip
-                else:
-                    res = out
-                    res.rows, res.mu, res.method = wk.all_rows, lam, "augmented"
-                    res.independent = res.dependent = res.G = None
-                    res.dqdd_dy = res.dqdd_dydot = None
-                if tangent:
-                    _project(model, q, res, wk, True)
-                return res
+                    return res
+                d = out.__dict__  # its views of the block stay; what was set goes
+                for name in _RESET:
+                    d.pop(name, None)
+                d["rows"], d["_tangent"] = wk.all_rows, tangent
+                return out
     res = _checked(model, wk, q, v, tau, method, tangent)
     if out is None:
         return res
     return _copy_into(out, res)
+
+
+# what a fast call with ``out=`` drops from its instance: the projection, and what the
+# checked path set there (``_copy_into``) in place of the lazy fields
+_RESET = (*_PROJECTED, "mu", "method")
 
 
 def _copy_into(out, res):
@@ -629,47 +869,54 @@ _new = object.__new__
 
 
 def _project(model, q, out, wk, full_rank):
-    """The tangent-space projection of ``ForwardDynamicsDerivatives`` (its docstring):
-    G[dep] = -J_d⁻¹ J_i, (Dv G)[dep] = -J_d⁻¹ (hq G) (hq = ∂(J v)/∂q); then
-    dqdd_dy = ∂q̈/∂q G + ∂q̈/∂v (Dv G), O(nv² f).
+    """The tangent-space projection of the checked path's result ``out``, set in it:
+    ``_projection`` on a block in ``fast_entry``'s layout made of its ∂q̈/∂q, ∂q̈/∂v and
+    the kernel's J_k, ∂(J_k v)/∂q and J in the workspace.  Where rows are dropped the
+    partition is ``ld.partition`` itself."""
+    r, n = out.rows.size, model.nv
+    o = n + r
+    blk = np.zeros(block_size(n, r))
+    B = _solution(blk, n, r)
+    B[:n, :n], B[:n, n : 2 * n] = out.dqdd_dq, out.dqdd_dv
+    base = o + o * 3 * n
+    blk[base : base + r * n] = wk.views["Jk"][:r].ravel()
+    blk[base + r * n : base + 2 * r * n] = wk.views["hq"][:r].ravel()
+    blk[base + 2 * r * n :] = wk.data.J[out.rows].ravel()
+    part = None
+    if not full_rank:
+        from loopdyn.analysis.assembly import partition
 
-    The partition is ``ld.partition``'s: the first rank(J) pivots of a column-pivoted QR
-    of J(q).  Where no row is dropped, rank(J) = m (the rows the solve kept: J with
-    rank below m makes its KKT matrix singular at the rank tolerance or the forward
-    dynamics drops rows) and J is the one the kernel just evaluated (``wk.data.J``), so
-    the QR is all that is left to do; otherwise ``ld.partition`` itself."""
-    import scipy.linalg as sla
-
-    from loopdyn.analysis.assembly import partition
-
-    r = out.rows.size
-    Jk, hq = wk.views["Jk"][:r], wk.views["hq"][:r]
-    n = model.nv
-    if full_rank:
-        piv = sla.qr(wk.data.J[: model.m], mode="r", pivoting=True, check_finite=False)[1]
-        mask = np.ones(n, dtype=bool)
-        mask[piv[:r]] = False
-        ind = np.flatnonzero(mask)
-        dep = np.flatnonzero(~mask)
-    else:
         part = partition(model, q)
-        ind, dep = part.independent, part.dependent
-    f = ind.size
-    G = np.zeros((n, f))
-    G[ind, np.arange(f)] = 1.0
-    DvG = np.zeros((n, f))
-    if dep.size:
-        Jd = Jk[:, dep]
-        if Jd.shape[0] != Jd.shape[1]:
+    out.__dict__.update(_projection(blk, n, r, part, model.name))
+
+
+def _projection(blk, n, r, part=None, name="the model"):
+    """The five fields of the tangent-space projection (``projection_entry``, (P1)) of
+    a block in ``fast_entry``'s layout, new arrays; ``part``: a given ``ld.partition``
+    (else the pivoted QR of the block's J chooses it, as ``ld.partition`` does where no
+    row is dropped: rank(J) = r, since J with rank below r makes the KKT matrix singular
+    at the rank tolerance or the forward dynamics drops rows)."""
+    f = n - r
+    nv_f = n * f
+    # P: 4 nv f + r nv + nv + r² + r floats, ix: 2 nv + r ints (``projection_entry``)
+    P, ix = _empty(4 * nv_f + r * n + n + r * r + r), _empty(2 * n + r, dtype=np.int64)
+    if part is not None:
+        if part.dependent.size != r:
             raise SingularityError(
-                f"{model.name}: {Jd.shape[0]} independent closure rows against {dep.size} "
+                f"{name}: {r} independent closure rows against {part.dependent.size} "
                 "dependent coordinates: the partition does not match the rank here"
             )
-        G[dep] = -np.linalg.solve(Jd, Jk[:, ind])
-        DvG[dep] = -np.linalg.solve(Jd, hq @ G)
-    out.independent, out.dependent, out.G = ind, dep, G
-    out.dqdd_dy = out.dqdd_dq @ G + out.dqdd_dv @ DvG
-    out.dqdd_dydot = out.dqdd_dv @ G
+        ix[:f], ix[f:n] = part.independent, part.dependent
+    if not PROJECTION.compile()(blk, n, r, int(part is None), P, ix) > 0.0:
+        raise SingularityError(
+            f"{name}: the dependent coordinates' columns of the closure Jacobian are "
+            "singular here: the tangent-space projection does not exist"
+        )
+    return {
+        "independent": ix[:f], "dependent": ix[f:n], "G": P[:nv_f].reshape(n, f),
+        "dqdd_dy": P[nv_f : 2 * nv_f].reshape(n, f),
+        "dqdd_dydot": P[2 * nv_f : 3 * nv_f].reshape(n, f),
+    }  # fmt: skip
 
 
 def rnea_derivatives(model, q, v, qdd, fext=None):
