@@ -28,8 +28,13 @@ blocks) and the derivatives' own workspace buffer, without allocation; a status 
 when it stopped (singular KKT matrix, a rotation row at a half-turn), and only a
 finished call's numbers are returned.
 
+The compiled path's result is one block (``fast_entry``: q̈, μ, B and the tangent-space
+projection's inputs), its arrays views made at the first read; the projection
+(``projection_entry``, compiled, (P1)) is computed at the first read of one of its
+fields, from that block.
+
 Files: the rows' tangents are ``rows.py`` and the tree's recursions ``tree.py``; this
-module (~750 lines) keeps the KKT system, its compiled entry and the Python API
+module (~1050 lines) keeps the KKT system, its compiled entries and the Python API
 (results, the checked path, the tangent-space projection, inverse dynamics), which
 share the workspace and the statuses.
 """
@@ -269,6 +274,15 @@ def _scaled_solve(m, d, w, K, piv, B, rc, sign):
     return rc
 
 
+# projection_entry: two columns' remaining norms within this relative distance are a
+# tie that rounding decides (the downdated norms are exact to ~sqrt(eps)), so the pivot
+# is left to the QR ``ld.partition`` calls; and its status then
+_TIE = 1e-6
+TIE = -1.0
+
+# xLAQP2's threshold for recomputing a downdated column norm: sqrt(eps), eps = 2⁻⁵³
+_TOL3Z = math.sqrt(2.0**-53)
+
 # derivatives_entry's modes
 GIVEN, GIVEN_SOLVE, AUGMENTED_SOLVE = 0, 1, 2
 
@@ -373,8 +387,9 @@ def projection_entry(blk, n, r, choose, P, I):
 
     The partition, where ``choose`` (else given in I): ``ld.partition``'s, the first r
     pivots of a column-pivoted QR of J (Businger-Golub: at each step the remaining
-    column of largest norm, the first of equal ones, as LAPACK's geqp3 that
-    ``ld.partition`` calls; the norms recomputed, not downdated).  Then, with J_d the
+    column of largest norm, the first of equal ones, its norms downdated and recomputed
+    where cancellation makes the downdate inaccurate, the rules of LAPACK's xLAQP2,
+    which the geqp3 that ``ld.partition`` calls runs on these sizes).  Then, with J_d the
     dependent columns of J_k (LU with partial pivoting),
 
         G[ind] = I, G[dep] = -J_d⁻¹ J_k[:, ind];  (Dv G)[ind] = 0,
@@ -382,7 +397,9 @@ def projection_entry(blk, n, r, choose, P, I):
         dqdd_dydot = ∂q̈/∂v G                                                    (P1)
 
     the products over the dependent columns only (G[ind] = I, (Dv G)[ind] = 0):
-    O(r nv² + nv r f) with the QR.  Returns 1, or 0 where J_d is singular."""
+    O(r nv² + nv r f) with the QR.  Returns 1, 0 where J_d is singular, or ``TIE``
+    where two candidate pivots' norms are within ``_TIE`` (symmetric mechanisms): there
+    rounding decides, and the caller takes the pivots of ``ld.partition``'s QR."""
     f = n - r
     nf = n * f
     o = n + r
@@ -394,8 +411,9 @@ def projection_entry(blk, n, r, choose, P, I):
     DvG = P[3 * nf : 4 * nf].reshape((n, f))  # scratch
     s0 = 4 * nf
     At = P[s0 : s0 + r * n].reshape((n, r))  # Jᵀ: J's columns contiguous
-    nrm = P[s0 + r * n : s0 + r * n + n]
-    s1 = s0 + r * n + n
+    vn1 = P[s0 + r * n : s0 + r * n + n]
+    vn2 = P[s0 + r * n + n : s0 + r * n + 2 * n]
+    s1 = s0 + r * n + 2 * n
     LU = P[s1 : s1 + r * r].reshape((r, r))
     x = P[s1 + r * r : s1 + r * r + r]
     ind, dep = I[:f], I[f:n]
@@ -406,19 +424,27 @@ def projection_entry(blk, n, r, choose, P, I):
                 At[j, t] = blk[base + (2 * r + t) * n + j]
         for j in range(n):
             perm[j] = j
+            sq = 0.0
+            for i in range(r):
+                sq += At[j, i] * At[j, i]
+            vn1[j] = vn2[j] = sq**0.5
         for k in range(r):
-            best, c = -1.0, k
-            for j in range(k, n):
-                sq = 0.0
-                for i in range(k, r):
-                    sq += At[j, i] * At[j, i]
-                if sq > best:
-                    best, c = sq, j
+            c = k
+            for j in range(k + 1, n):
+                if vn1[j] > vn1[c]:
+                    c = j
+            for j in range(k, n):  # a near tie: LAPACK's rounding decides (the caller)
+                if j != c and vn1[j] >= (1.0 - _TIE) * vn1[c]:
+                    return TIE
             if c != k:
                 for i in range(r):
                     At[k, i], At[c, i] = At[c, i], At[k, i]
                 perm[k], perm[c] = perm[c], perm[k]
-            norm = best**0.5
+                vn1[c], vn2[c] = vn1[k], vn2[k]
+            sq = 0.0
+            for i in range(k, r):
+                sq += At[k, i] * At[k, i]
+            norm = sq**0.5
             if norm == 0.0:
                 continue
             alpha = -norm if At[k, k] >= 0.0 else norm
@@ -431,14 +457,25 @@ def projection_entry(blk, n, r, choose, P, I):
                 t *= 2.0 / vv
                 for i in range(k, r):
                     At[j, i] -= t * At[k, i]
+                # the remaining norm of column j (xLAQP2: downdated by R[k, j] = At[j, k],
+                # recomputed where the downdate lost half the digits)
+                if vn1[j] != 0.0:
+                    tmp = max(1.0 - (abs(At[j, k]) / vn1[j]) ** 2, 0.0)
+                    if tmp * (vn1[j] / vn2[j]) ** 2 <= _TOL3Z:
+                        sq = 0.0
+                        for i in range(k + 1, r):
+                            sq += At[j, i] * At[j, i]
+                        vn1[j] = vn2[j] = sq**0.5
+                    else:
+                        vn1[j] *= tmp**0.5
             At[k, k] = alpha
-        for j in range(n):  # nrm as the dependent flags
-            nrm[j] = 0.0
+        for j in range(n):  # vn1 as the dependent flags
+            vn1[j] = 0.0
         for k in range(r):
-            nrm[perm[k]] = 1.0
+            vn1[perm[k]] = 1.0
         a = b = 0
         for j in range(n):
-            if nrm[j] == 1.0:
+            if vn1[j] == 1.0:
                 dep[b] = j
                 b += 1
             else:
@@ -898,8 +935,8 @@ def _projection(blk, n, r, part=None, name="the model"):
     at the rank tolerance or the forward dynamics drops rows)."""
     f = n - r
     nv_f = n * f
-    # P: 4 nv f + r nv + nv + r² + r floats, ix: 2 nv + r ints (``projection_entry``)
-    P, ix = _empty(4 * nv_f + r * n + n + r * r + r), _empty(2 * n + r, dtype=np.int64)
+    # P: 4 nv f + r nv + 2 nv + r² + r floats, ix: 2 nv + r ints (``projection_entry``)
+    P, ix = _empty(4 * nv_f + r * n + 2 * n + r * r + r), _empty(2 * n + r, dtype=np.int64)
     if part is not None:
         if part.dependent.size != r:
             raise SingularityError(
@@ -907,15 +944,25 @@ def _projection(blk, n, r, part=None, name="the model"):
                 "dependent coordinates: the partition does not match the rank here"
             )
         ix[:f], ix[f:n] = part.independent, part.dependent
-    if not PROJECTION.compile()(blk, n, r, int(part is None), P, ix) > 0.0:
+    st = PROJECTION.compile()(blk, n, r, int(part is None), P, ix)
+    if st == TIE:  # the pivots of ld.partition's QR (SciPy's geqp3), on the same J
+        import scipy.linalg as sla  # lazily: scipy.linalg costs ~0.15 s at import
+
+        o = n + r + (n + r) * 3 * n + 2 * r * n
+        J = blk[o : o + r * n].reshape(r, n)
+        piv = sla.qr(J, mode="r", pivoting=True, check_finite=False)[1]
+        ix[f:n] = np.sort(piv[:r])
+        ix[:f] = np.sort(piv[r:])
+        st = PROJECTION.compile()(blk, n, r, 0, P, ix)
+    if not st > 0.0:
         raise SingularityError(
             f"{name}: the dependent coordinates' columns of the closure Jacobian are "
             "singular here: the tangent-space projection does not exist"
         )
+    Q = P[: 3 * nv_f].reshape(3, n, f)
     return {
-        "independent": ix[:f], "dependent": ix[f:n], "G": P[:nv_f].reshape(n, f),
-        "dqdd_dy": P[nv_f : 2 * nv_f].reshape(n, f),
-        "dqdd_dydot": P[2 * nv_f : 3 * nv_f].reshape(n, f),
+        "independent": ix[:f], "dependent": ix[f:n], "G": Q[0], "dqdd_dy": Q[1],
+        "dqdd_dydot": Q[2],
     }  # fmt: skip
 
 
