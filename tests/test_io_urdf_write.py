@@ -55,6 +55,23 @@ def test_catalog_round_trip(name, tmp_path):
     assert described(m2) == described(m)
 
 
+@pytest.mark.parametrize("fixed", [False, True])
+def test_depth_first_bodies_keep_their_order(fixed, tmp_path):
+    """Hypothesis (fresh venv): b0 <- b1 <- b2, b3 <- b0 came back as b0, b3, b2 (the
+    reader walked the tree breadth-first); the file's order is kept when it is a
+    tree order, so the coordinates are the model's."""
+    b = ld.ModelBuilder("dfs", gravity=(0.0, -9.81, 0.0), planar=True)
+    kw = {"mass": 1.0, "com": (0.1, 0.0, 0.0), "inertia": np.eye(3) / 6}
+    b.add_body("b0", "ground", ld.Revolute("z"), **kw)
+    b.add_body("b1", "b0", ld.Fixed() if fixed else ld.Revolute("z"), xyz=(0.5, 0, 0), **kw)
+    b.add_body("b2", "b1", ld.Revolute("z"), xyz=(0.4, 0, 0), **kw)
+    b.add_body("b3", "b0", ld.Revolute("z"), xyz=(0.3, 0, 0), **kw)
+    m = b.build()
+    m2 = _round_trip(m, tmp_path / "dfs.urdf")
+    rng = np.random.default_rng(1)
+    _same_dynamics(m, m2, rng.normal(size=m.nq), rng.normal(size=m.nv), rng.normal(size=m.nv))
+
+
 def test_header_names_the_load_options(tmp_path):
     p = tmp_path / "four_bar.urdf"
     ld.save(ld.examples.get("four_bar"), p)

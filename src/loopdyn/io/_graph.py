@@ -10,7 +10,9 @@ equalities) and joint couplings (URDF ``<mimic>``, SDFormat ``gearbox``, MJCF
 1. chooses the spanning tree (``tree_joints`` first, then the file's order: a joint
    is a tree joint when its child has no parent joint yet; then any joint that still
    joins two separate parts, possibly traversed from child to parent); every other
-   joint closes a loop and becomes a closure of the matching kind;
+   joint closes a loop and becomes a closure of the matching kind; the bodies (and
+   coordinates) follow the order of the tree joints when it reaches each joint's
+   parent first, else a breadth-first walk from the roots;
 2. merges links joined by fixed tree joints into one body (their inertias summed, as
    Pinocchio does), keeping each merged link as a frame of that body;
 3. places a free joint under every part that is not attached to the world when a
@@ -279,7 +281,24 @@ class _Builder:
                     seen.add(b)
                     order.append((j, a, b, j.parent != a))
                     queue.append(b)
-        return roots, order
+        return roots, self._in_file_order(tree, roots, order)
+
+    @staticmethod
+    def _in_file_order(tree, roots, order):
+        """``order`` (breadth-first) in the order of ``tree`` (the chosen order: the
+        file's) when that order reaches every joint's 'from' link first: the bodies and
+        coordinates then follow the file, so a model saved and read back keeps its
+        coordinates (``ld.save`` writes the joints in the model's order; a
+        breadth-first walk reorders a depth-first model: b0 <- b1 <- b2, b3 <- b0 gave
+        b0, b1, b3, b2).  Otherwise the breadth-first order."""
+        rank = {j.name: k for k, j in enumerate(tree)}
+        by_file = sorted(order, key=lambda e: rank[e[0].name])
+        placed = {WORLD, *roots}
+        for _, a, b, _ in by_file:
+            if a not in placed:
+                return order
+            placed.add(b)
+        return by_file
 
     # ------------------------------------------------------------------ run
     def run(self):
