@@ -527,18 +527,17 @@ def gicm_assemble(ip, fw, gamma):
                     fw[off + a * n + c] -= lka * fw[off + k * n + c]
                     c = ip[dp + c]
                 a = ip[dp + a]
+            # row k of L_j is final now, and φ_k has its descendants' updates (all > k):
+            # z_k = D_k⁻¹ (L_j⁻ᵀ φ_j)_k (so that φ̂_j = I_j⁻¹ φ_j = L_j⁻¹ z_j) in the same
+            # walk that scales the row: the operations of a second pass, in its order
+            zk = fw[fphi + v0 + k]
             a = ip[dp + k]
             while a >= 0:
-                fw[off + k * n + a] *= inv
+                lka = fw[off + k * n + a] * inv
+                fw[off + k * n + a] = lka
+                fw[fphi + v0 + a] -= lka * zk
                 a = ip[dp + a]
-        # z_j = D_j⁻¹ L_j⁻ᵀ φ_j (so that φ̂_j = I_j⁻¹ φ_j = L_j⁻¹ z_j)
-        for i in range(n - 1, -1, -1):
-            zi = fw[fphi + v0 + i]
-            a = ip[dp + i]
-            while a >= 0:
-                fw[fphi + v0 + a] -= fw[off + i * n + a] * zi
-                a = ip[dp + a]
-            fw[fz + v0 + i] = zi * fw[fdinv + v0 + i]
+            fw[fz + v0 + k] = zk * inv
     # Y_{i,j} = J_{i,j} L_j⁻¹: Lᵀ yᵀ = J rowᵀ, leaves first, on the support only
     for e in range(ip[_NE]):
         d = opd + 7 * e
