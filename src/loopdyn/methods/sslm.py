@@ -519,6 +519,11 @@ def gicm_assemble(ip, fw, gamma):
             dmax = max(dmax, dk)
             inv = 1.0 / dk
             fw[fdinv + v0 + k] = inv
+            # φ_k has its descendants' updates (all > k): z_k = D_k⁻¹ (L_j⁻ᵀ φ_j)_k (so
+            # that φ̂_j = I_j⁻¹ φ_j = L_j⁻¹ z_j) in the same walk, L_ka = I_ka / D_k stored
+            # once a's updates are done (later ancestors' chains do not hold a): the
+            # operations of the separate scaling and solve passes, in their order
+            zk = fw[fphi + v0 + k]
             a = ip[dp + k]
             while a >= 0:
                 lka = fw[off + k * n + a] * inv
@@ -526,14 +531,6 @@ def gicm_assemble(ip, fw, gamma):
                 while c >= 0:
                     fw[off + a * n + c] -= lka * fw[off + k * n + c]
                     c = ip[dp + c]
-                a = ip[dp + a]
-            # row k of L_j is final now, and φ_k has its descendants' updates (all > k):
-            # z_k = D_k⁻¹ (L_j⁻ᵀ φ_j)_k (so that φ̂_j = I_j⁻¹ φ_j = L_j⁻¹ z_j) in the same
-            # walk that scales the row: the operations of a second pass, in its order
-            zk = fw[fphi + v0 + k]
-            a = ip[dp + k]
-            while a >= 0:
-                lka = fw[off + k * n + a] * inv
                 fw[off + k * n + a] = lka
                 fw[fphi + v0 + a] -= lka * zk
                 a = ip[dp + a]
