@@ -274,6 +274,30 @@ def first_exceed(t, th, desired, tol=1e-2):
     return (float(t[bad[0]]) if bad.size else None), err
 
 
+def _ida_controllers(model, pm, motion, lam=1.0):
+    """The two controllers of Figs. 8 and 13: the IDA torque of the prescribed motion ``pm``
+    fed forward, and the feedback law (37): τ = I τ_e + C θ̇ (gravity included), τ_e = θ̈_d -
+    2λ(θ̇ - θ̇_d) - λ²(θ - θ_d), the DeNOC inverse dynamics at the actual state with θ̈ = τ_e
+    (``motion(t)``: θ_d, θ̇_d, θ̈_d of the actuated joints)."""
+    act = model.actuated
+
+    def feedforward(t, q, v):
+        qd, vd, ad = pm.state(t)
+        out = np.zeros(model.nv)
+        out[act] = denoc.inverse(model, qd, vd, ad)
+        return out
+
+    def feedback(t, q, v):
+        th, dth, ddth = motion(t)
+        a = np.zeros(model.nv)
+        a[act] = ddth - 2 * lam * (v[act] - dth) - lam**2 * (q[act] - th)
+        out = np.zeros(model.nv)
+        out[act] = denoc.inverse(model, q, v, a)
+        return out
+
+    return feedforward, feedback
+
+
 def four_bar_forced(out, results):
     """Fig. 8: the IDA torque fed forward (open loop), and the feedback law (37), λ = 1.
 
@@ -297,28 +321,13 @@ def four_bar_forced(out, results):
         qd, vd, ad = pm.state(t)
         U.append(denoc.inverse(model, qd, vd, ad)[0])
     U = np.array(U)
-    pm = PrescribedMotion(model, four_bar_motion)
-
-    def feedforward(t, q, v):
-        qd, vd, ad = pm.state(t)
-        out = np.zeros(model.nv)
-        out[model.actuated] = denoc.inverse(model, qd, vd, ad)
-        return out
+    # a new PrescribedMotion: state() continues from the last pose it solved (the grid's end)
+    feedforward, feedback = _ida_controllers(model, PrescribedMotion(model, four_bar_motion),
+                                             four_bar_motion)  # fmt: skip
 
     def sampled(t, q, v):
         out = np.zeros(model.nv)
         out[model.actuated] = np.interp(t, grid, U)
-        return out
-
-    def feedback(t, q, v, lam=1.0):
-        # eq. (37): τ = I τ_e + C θ̇ (gravity included), τ_e = θ̈_d - 2λ(θ̇ - θ̇_d) - λ²(θ - θ_d):
-        # the DeNOC inverse dynamics at the actual state with θ̈ = τ_e
-        th, dth, ddth = four_bar_motion(t)
-        act = model.actuated
-        a = np.zeros(model.nv)
-        a[act] = ddth - 2 * lam * (v[act] - dth) - lam**2 * (q[act] - th)
-        out = np.zeros(model.nv)
-        out[act] = denoc.inverse(model, q, v, a)
         return out
 
     cases = [("open loop, rtol 1e-6 (the paper's tolerance)", feedforward, 1e-6, 0.0, "DOP853")]
@@ -488,21 +497,7 @@ def five_bar_forced(out, results):
         return five_bar_motion(t)[0]
 
     pm = PrescribedMotion(model, five_bar_motion, q_start=q0)
-
-    def feedforward(t, q, v):
-        qd, vd, ad = pm.state(t)
-        out = np.zeros(model.nv)
-        out[model.actuated] = denoc.inverse(model, qd, vd, ad)
-        return out
-
-    def feedback(t, q, v, lam=1.0):
-        th, dth, ddth = five_bar_motion(t)
-        act = model.actuated
-        a = np.zeros(model.nv)
-        a[act] = ddth - 2 * lam * (v[act] - dth) - lam**2 * (q[act] - th)
-        out = np.zeros(model.nv)
-        out[act] = denoc.inverse(model, q, v, a)
-        return out
+    feedforward, feedback = _ida_controllers(model, pm, five_bar_motion)
 
     res = results.setdefault("five_bar_forced", {})
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))

@@ -220,19 +220,11 @@ def forward_dynamics(
     except TypeError:  # not real numbers: the checked path explains
         return _forward_dynamics(model, q, v, tau, method, data, independent, fallback)
     if st > 0.0 and owner is model:  # the bound call is the method's own (info[0] == key)
-        # ForwardDynamicsResult(qdd, lam, info, st) without its __init__'s frame (45 of
-        # ~170 ns per call): the slots set here are those __init__ sets
-        res = _new(ForwardDynamicsResult)
-        res.qdd = qdd
-        res.lam = lam
-        res._info = info
-        res._quality = st
-        return res
+        return ForwardDynamicsResult(qdd, lam, info, st)
     return _forward_dynamics(model, q, v, tau, method, data, independent, fallback)
 
 
 _empty = np.empty
-_new = object.__new__
 
 
 def _forward_dynamics(model, q, v, tau, method, data, independent=None, fallback=True):
